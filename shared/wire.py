@@ -1,0 +1,87 @@
+"""The JSON conventions of the Microsoft.Scheduler API, shared by every body the service reads.
+
+ARM matches property names without regard to case (the published 2016-03-01 description spells
+`monthlyOccurrences[].Occurrence` with a capital O, the docs write `occurrence`), accepts enum
+values in any case (the docs' own examples say "week" and "http"), and answers in camelCase with
+PascalCase enum values. Unknown properties are refused so that a typo is never silently dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from dateutil.parser import isoparse
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+
+class WireEnum(str, enum.Enum):
+    """An enum whose values are read in any case and written in their canonical spelling."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> WireEnum | None:
+        if isinstance(value, str):
+            folded = value.casefold()
+            for member in cls:
+                if member.value.casefold() == folded:
+                    return member
+        return None
+
+
+class WireModel(BaseModel):
+    """A request or response body: camelCase on the wire, names matched in any case."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _match_names_in_any_case(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = _aliases_by_folded_name(cls)
+        return {known.get(str(key).casefold(), key): value for key, value in data.items()}
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready body: camelCase names, absent values left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@functools.cache
+def _aliases_by_folded_name(model: type[BaseModel]) -> dict[str, str]:
+    return {
+        (field.alias or name).casefold(): field.alias or name
+        for name, field in model.model_fields.items()
+    }
+
+
+def _read_instant(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = isoparse(value.strip())
+        except (ValueError, OverflowError):
+            raise PydanticCustomError(
+                "iso_datetime",
+                "'{value}' is not an ISO 8601 date or date-time",
+                {"value": value[:64]},
+            ) from None
+    else:
+        raise PydanticCustomError("iso_datetime", "must be an ISO 8601 date-time string")
+    # The API's rule: a date-time without an offset is UTC.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+Instant = Annotated[datetime, BeforeValidator(_read_instant)]
+"""An ISO 8601 date or date-time, read as an aware UTC datetime (no offset means UTC)."""
