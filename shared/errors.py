@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -60,20 +62,43 @@ def field_errors(error: ValidationError, *prefix: str | int) -> list[FieldError]
 def _translate(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterable[FieldError]:
     for detail in error.errors(include_url=False):
         location = [part for part in detail["loc"] if not _is_union_branch(part)]
-        field = field_path(*prefix, *location)
-        if detail["type"] == "extra_forbidden":
-            yield FieldError(field, "is not a known property")
-        elif detail["type"] == "missing":
-            yield FieldError(field, "is required")
-        else:
-            yield FieldError(field, _sentence(detail["msg"]))
+        yield FieldError(field_path(*prefix, *location), _problem(detail))
 
 
 def _is_union_branch(part: str | int) -> bool:
-    # pydantic names the branch of an Optional it tried ("list[int]", "function-after[...]").
-    return isinstance(part, str) and ("[" in part or part in {"int", "str", "none"})
+    # For a union, pydantic puts the branch it tried into the location ("list[int]", "str").
+    return isinstance(part, str) and ("[" in part or part in {"int", "str", "float", "bool"})
 
 
-def _sentence(message: str) -> str:
-    message = message.removeprefix("Value error, ")
+def _problem(detail: Any) -> str:
+    """pydantic's finding in the API's own words (JSON types, the value that was sent)."""
+    kind, context, sent = detail["type"], detail.get("ctx", {}), _shown(detail.get("input"))
+    if kind == "extra_forbidden":
+        return "is not a known property"
+    if kind == "missing":
+        return "is required"
+    if kind in {"greater_than_equal", "greater_than"}:
+        return f"{sent} is too small: the least allowed is {context.get('ge', context.get('gt'))}"
+    if kind in {"less_than_equal", "less_than"}:
+        return f"{sent} is too large: the most allowed is {context.get('le', context.get('lt'))}"
+    if kind.startswith("int_"):
+        return f"must be a whole number, not {sent}"
+    if kind == "enum":
+        return f"{sent} is not one of {context['expected']}"
+    if kind in {"tuple_type", "list_type"}:
+        return f"must be a list, not {sent}"
+    if kind in {"model_type", "dict_type", "model_attributes_type"}:
+        return f"must be an object, not {sent}"
+    if kind == "too_long":
+        return f"has {context['actual_length']} items; at most {context['max_length']} are allowed"
+    message = str(detail["msg"]).removeprefix("Value error, ")
     return message[:1].lower() + message[1:]
+
+
+def _shown(value: object) -> str:
+    """A sent value as JSON, cut short: enough to recognise, never a wall of text."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

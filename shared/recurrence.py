@@ -11,10 +11,10 @@ from datetime import datetime
 from typing import Annotated
 
 from dateutil.relativedelta import relativedelta
-from pydantic import Field, field_validator
+from pydantic import Field, Strict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from shared.errors import FieldError, field_path
+from shared.errors import FieldError, InvalidRequest, field_errors, field_path
 from shared.timezones import UnknownTimeZone, zone_named
 from shared.wire import Instant, WireEnum, WireModel
 
@@ -57,16 +57,19 @@ MAX_INTERVAL = {
 
 LONGEST_WAIT_FOR_START = relativedelta(months=18)
 
-MinuteOfHour = Annotated[int, Field(ge=0, le=59)]
-HourOfDay = Annotated[int, Field(ge=0, le=23)]
-DayOfMonth = Annotated[int, Field(ge=-31, le=31)]
+# Whole JSON numbers only: `true` or "5" for a count is a client bug worth reporting.
+MinuteOfHour = Annotated[int, Strict(), Field(ge=0, le=59)]
+HourOfDay = Annotated[int, Strict(), Field(ge=0, le=23)]
+DayOfMonth = Annotated[int, Strict(), Field(ge=-31, le=31)]
+Occurrence = Annotated[int, Strict(), Field(ge=-5, le=5)]
+Positive = Annotated[int, Strict(), Field(ge=1)]
 
 
 class MonthlyOccurrence(WireModel):
     """A weekday of the month: the `occurrence`-th one (negative counts from the end), or all."""
 
     day: DayOfWeek
-    occurrence: Annotated[int, Field(ge=-5, le=5)] | None = None
+    occurrence: Occurrence | None = None
 
 
 class Schedule(WireModel):
@@ -86,9 +89,9 @@ class Schedule(WireModel):
 
 class Recurrence(WireModel):
     frequency: Frequency
-    interval: Annotated[int, Field(ge=1)] = 1
+    interval: Positive = 1
     schedule: Schedule | None = None
-    count: Annotated[int, Field(ge=1)] | None = None
+    count: Positive | None = None
     end_time: Instant | None = None
     time_zone: str | None = None
     """Our extension: the zone whose wall clock the schedule follows (UTC when absent)."""
@@ -107,6 +110,20 @@ class Recurrence(WireModel):
             except UnknownTimeZone as unknown:
                 raise PydanticCustomError("time_zone", str(unknown)) from None
         return name
+
+
+def read_recurrence(
+    data: object, *, start_time: datetime | None = None, now: datetime
+) -> Recurrence:
+    """A recurrence from its JSON, or InvalidRequest listing every problem, each by its field."""
+    try:
+        recurrence = Recurrence.model_validate(data)
+    except ValidationError as invalid:
+        raise InvalidRequest(field_errors(invalid, "recurrence")) from None
+    problems = timing_problems(start_time, recurrence, now)
+    if problems:
+        raise InvalidRequest(problems)
+    return recurrence
 
 
 def timing_problems(
