@@ -62,7 +62,11 @@ class Occurrences:
     def first(self) -> datetime | None:
         """The first occurrence (startTime table of SPEC.md); None if there is none."""
         if self._grid is None:
-            return self.created_at if self.start_time is None else max(self.start_time, self.created_at)
+            return (
+                self.created_at
+                if self.start_time is None
+                else max(self.start_time, self.created_at)
+            )
         if self.start_time is None:
             return self._no_later_than_end(self.created_at)
         return self._grid.search(max(self.start_time, self.created_at), inclusive=True)
@@ -105,7 +109,7 @@ class Occurrences:
 
 @dataclass(frozen=True)
 class _Grid:
-    """The instants a recurrence selects, searchable from any point without walking from its anchor."""
+    """The instants a recurrence selects, found from any point without walking from the anchor."""
 
     zone: tzinfo
     anchor: datetime  # wall time, whole seconds: periods count from the one that holds it
@@ -128,7 +132,7 @@ class _Grid:
         )
 
     def search(self, instant: datetime, *, inclusive: bool) -> datetime | None:
-        """The first grid instant after `instant` (or at it, when inclusive) and not after the end."""
+        """The first grid instant after `instant` (or at it, if inclusive), unless past the end."""
         for wall in self._walls_from(wall_time(instant, self.zone), inclusive):
             candidate = instant_at(wall, self.zone)
             # A repeated wall time maps to its first instant and skipped ones to the jump, so a

@@ -184,7 +184,9 @@ def recurrence_problems(recurrence: Recurrence) -> list[FieldError]:
         if weekday.occurrence == 0:
             problems.append(
                 FieldError(
-                    field_path("recurrence", "schedule", "monthlyOccurrences", position, "occurrence"),
+                    field_path(
+                        "recurrence", "schedule", "monthlyOccurrences", position, "occurrence"
+                    ),
                     "0 is not an occurrence; use 1..5 (first to fifth), -1..-5 (last to fifth "
                     "from the end), or leave it out for every such weekday",
                 )

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 
-class WireEnum(str, enum.Enum):
+class WireEnum(enum.StrEnum):
     """An enum whose values are read in any case and written in their canonical spelling."""
 
     @classmethod
