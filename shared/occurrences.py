@@ -11,10 +11,11 @@ Schedules are evaluated on the wall clock of `recurrence.timeZone` (UTC when abs
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from dateutil import rrule as rr
@@ -32,6 +33,7 @@ _RRULE_FREQUENCY = {
 }
 _RRULE_WEEKDAY = (rr.MO, rr.TU, rr.WE, rr.TH, rr.FR, rr.SA, rr.SU)
 _NTH_WEEKDAYS_OF_A_MONTH = range(1, 6)
+_SHORTER_THAN_A_DAY = (Frequency.MINUTE, Frequency.HOUR)
 _FIXED_LENGTH_PERIOD = {
     Frequency.MINUTE: timedelta(minutes=1),
     Frequency.HOUR: timedelta(hours=1),
@@ -109,26 +111,48 @@ class Occurrences:
 
 @dataclass(frozen=True)
 class _Grid:
-    """The instants a recurrence selects, found from any point without walking from the anchor."""
+    """The instants a recurrence selects, found from any point without walking from the anchor.
+
+    Minute and hour grids are rrule's alone. A day or coarser grid is its selected days times
+    its times of day: rrule picks the days, and the times of a day come from a sorted list made
+    once, so that a question about today does not make rrule expand all of today again.
+    """
 
     zone: tzinfo
     anchor: datetime  # wall time, whole seconds: periods count from the one that holds it
     frequency: Frequency
     interval: int
     end: datetime | None
-    by_rules: dict[str, Any]  # rrule's by* arguments with the spec's defaults filled in
+    rules: dict[str, Any]  # rrule's by* arguments, the spec's defaults filled in
+    times_of_day: tuple[time, ...]  # day and coarser grids only, in order
 
     @classmethod
     def of(cls, recurrence: Recurrence, anchor: datetime) -> _Grid:
         zone = zone_named(recurrence.time_zone) if recurrence.time_zone else UTC
         anchor_wall = wall_time(anchor, zone).replace(microsecond=0)
+        hours, minutes = _hours_and_minutes(recurrence, anchor_wall)
+        if recurrence.frequency in _SHORTER_THAN_A_DAY:
+            rules = {"byhour": hours, "byminute": minutes, "bysecond": anchor_wall.second}
+            times_of_day: tuple[time, ...] = ()
+        else:
+            assert hours is not None and minutes is not None
+            rules = {
+                **_day_rules(recurrence, anchor_wall),
+                "byhour": 0,
+                "byminute": 0,
+                "bysecond": 0,
+            }
+            times_of_day = tuple(
+                time(hour, minute, anchor_wall.second) for hour in hours for minute in minutes
+            )
         return cls(
             zone=zone,
             anchor=anchor_wall,
             frequency=recurrence.frequency,
             interval=recurrence.interval,
             end=recurrence.end_time,
-            by_rules=_by_rules(recurrence, anchor_wall),
+            rules=rules,
+            times_of_day=times_of_day,
         )
 
     def search(self, instant: datetime, *, inclusive: bool) -> datetime | None:
@@ -144,81 +168,124 @@ class _Grid:
 
     def _walls_from(self, wall: datetime, inclusive: bool) -> Iterator[datetime]:
         try:
-            rule = rr.rrule(
-                _RRULE_FREQUENCY[self.frequency],
-                interval=self.interval,
-                dtstart=self._period_start(wall),
-                wkst=rr.MO,
-                cache=False,
-                **self.by_rules,
-            )
-            yield from rule.xafter(wall, inc=inclusive)
+            start = self._search_start(wall)
+            if not self.times_of_day:
+                yield from self._rule(start).xafter(wall, inc=inclusive)
+                return
+            first_day = wall.date()
+            for midnight in self._rule(start.replace(hour=0, minute=0, second=0, microsecond=0)):
+                day = midnight.date()
+                times = self.times_of_day
+                if day == first_day:
+                    later = bisect.bisect_left if inclusive else bisect.bisect_right
+                    times = times[later(times, wall.time()) :]
+                for time_of_day in times:
+                    yield datetime.combine(day, time_of_day)
         except (ValueError, OverflowError):
             # rrule refuses minute/hour grids that never meet the schedule, and every grid ends
             # at year 9999: either way there is no further occurrence.
             return
 
-    def _period_start(self, wall: datetime) -> datetime:
-        """The start of the latest period of the grid that begins at or before `wall`."""
+    def _rule(self, start: datetime) -> rr.rrule:
+        return rr.rrule(
+            _RRULE_FREQUENCY[self.frequency],
+            interval=self.interval,
+            dtstart=start,
+            wkst=rr.MO,
+            cache=False,
+            **self.rules,
+        )
+
+    def _search_start(self, wall: datetime) -> datetime:
+        """Where rrule should start so that its first answers are the ones after `wall`.
+
+        rrule counts its intervals from the period that holds its start, and skips everything
+        before that start. So it may start at `wall` itself when `wall` lies in one of the
+        grid's periods, and at the next of them otherwise: never periods, or parts of one,
+        that hold only earlier instants.
+        """
+        first_period = self._period_of(self.anchor)
+        elapsed = self._periods_between(first_period, wall)
+        if elapsed < 0:
+            return first_period
+        if elapsed % self.interval == 0:
+            return wall
+        return self._period_after(first_period, elapsed + self.interval - elapsed % self.interval)
+
+    def _period_of(self, wall: datetime) -> datetime:
+        """The start of the period (minute, hour, day, Monday-first week, month, year) of `wall`."""
+        if self.frequency is Frequency.MINUTE:
+            return wall.replace(second=0, microsecond=0)
+        if self.frequency is Frequency.HOUR:
+            return wall.replace(minute=0, second=0, microsecond=0)
+        midnight = wall.replace(hour=0, minute=0, second=0, microsecond=0)
+        if self.frequency is Frequency.DAY:
+            return midnight
+        if self.frequency is Frequency.WEEK:
+            return midnight - timedelta(days=wall.weekday())
+        if self.frequency is Frequency.MONTH:
+            return midnight.replace(day=1)
+        return midnight.replace(month=1, day=1)
+
+    def _periods_between(self, first_period: datetime, wall: datetime) -> int:
+        """Whole periods from `first_period` to the one holding `wall` (negative before it)."""
         step = _FIXED_LENGTH_PERIOD.get(self.frequency)
         if step is not None:
-            first = _truncate(self.anchor, self.frequency)
-            periods = max((wall - first) // (step * self.interval), 0)
-            return first + periods * self.interval * step
-        months_per_period = self.interval * (12 if self.frequency is Frequency.YEAR else 1)
-        first_month = self.anchor.year * 12 + (
-            0 if self.frequency is Frequency.YEAR else self.anchor.month - 1
-        )
-        elapsed = max(wall.year * 12 + wall.month - 1 - first_month, 0)
-        year, month = divmod(first_month + elapsed - elapsed % months_per_period, 12)
-        return datetime(year, month + 1, 1)
+            return (wall - first_period) // step
+        months = (wall.year - first_period.year) * 12 + wall.month - first_period.month
+        return months // 12 if self.frequency is Frequency.YEAR else months
+
+    def _period_after(self, first_period: datetime, periods: int) -> datetime:
+        step = _FIXED_LENGTH_PERIOD.get(self.frequency)
+        if step is not None:
+            return first_period + periods * step
+        months = periods * 12 if self.frequency is Frequency.YEAR else periods
+        year, month = divmod(first_period.month - 1 + months, 12)
+        return first_period.replace(year=first_period.year + year, month=month + 1)
 
 
-def _truncate(wall: datetime, frequency: Frequency) -> datetime:
-    """The start of the minute, hour, day or (Monday-first) week that holds `wall`."""
-    if frequency is Frequency.MINUTE:
-        return wall.replace(second=0)
-    if frequency is Frequency.HOUR:
-        return wall.replace(minute=0, second=0)
-    midnight = wall.replace(hour=0, minute=0, second=0)
-    if frequency is Frequency.DAY:
-        return midnight
-    return midnight - timedelta(days=wall.weekday())
-
-
-def _by_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
-    """The schedule as rrule arguments, every default of SPEC.md section 3 made explicit.
-
-    rrule fills gaps from its dtstart, which here is the start of a period rather than the
-    anchor, so nothing may be left for it to fill.
-    """
+def _hours_and_minutes(
+    recurrence: Recurrence, anchor: datetime
+) -> tuple[list[int] | None, list[int] | None]:
+    """The hours and minutes a schedule runs at, with SPEC.md's defaults; None means any."""
     frequency = recurrence.frequency
     schedule = recurrence.schedule
-    minutes = schedule.minutes if schedule else None
-    hours = schedule.hours if schedule else None
-    rules: dict[str, Any] = {"bysecond": anchor.second}
+    listed_minutes = schedule.minutes if schedule else None
+    listed_hours = schedule.hours if schedule else None
 
-    if minutes:
-        rules["byminute"] = sorted(set(minutes))
-    elif frequency is not Frequency.MINUTE:
+    if listed_minutes:
+        minutes: list[int] | None = sorted(set(listed_minutes))
+    elif frequency is Frequency.MINUTE:
         # Decision: with frequency Minute the grid itself picks the minutes; an anchor minute
         # would turn "every minute of hour 5" into "once at 05:MM".
-        rules["byminute"] = anchor.minute
+        minutes = None
+    else:
+        minutes = [anchor.minute]
 
-    if hours:
-        rules["byhour"] = sorted(set(hours))
-    elif frequency not in (Frequency.MINUTE, Frequency.HOUR):
-        rules["byhour"] = range(24) if minutes else anchor.hour
+    if listed_hours:
+        hours: list[int] | None = sorted(set(listed_hours))
+    elif frequency in _SHORTER_THAN_A_DAY:
+        hours = None
+    else:
+        hours = list(range(24)) if listed_minutes else [anchor.hour]
+    return hours, minutes
 
-    if frequency is Frequency.WEEK:
+
+def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
+    """The days a day-or-coarser grid runs on, as rrule arguments with SPEC.md's defaults.
+
+    rrule would fill missing ones from its start, which here is not the anchor, so every rule
+    is spelled out.
+    """
+    schedule = recurrence.schedule
+    if recurrence.frequency is Frequency.WEEK:
         days = schedule.week_days if schedule and schedule.week_days else None
-        rules["byweekday"] = sorted({day.index for day in days}) if days else anchor.weekday()
-    elif frequency is Frequency.MONTH:
-        rules.update(_month_day_rules(recurrence, anchor))
-    elif frequency is Frequency.YEAR:
-        rules["bymonth"] = anchor.month
-        rules["bymonthday"] = anchor.day
-    return rules
+        return {"byweekday": sorted({day.index for day in days}) if days else anchor.weekday()}
+    if recurrence.frequency is Frequency.MONTH:
+        return _month_day_rules(recurrence, anchor)
+    if recurrence.frequency is Frequency.YEAR:
+        return {"bymonth": anchor.month, "bymonthday": anchor.day}
+    return {}
 
 
 def _month_day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
