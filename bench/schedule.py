@@ -10,6 +10,7 @@ slow as the new one. Run with `make bench`; the table is written to bench/result
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import sys
@@ -180,7 +181,7 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{cpu}, Python {platform.python_version()} ({sys.platform})"
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()} ({sys.platform})"
 
 
 if __name__ == "__main__":
