@@ -1,10 +1,11 @@
 # The two commands of the README. Everything they need is installed here, from the registries.
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-PYDEPS := $(VENV)/.installed
+PYTHON   ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+PYDEPS   := $(VENV)/.installed
+NODEDEPS := node_modules/.installed
 
-.PHONY: test bench lint clean
+.PHONY: run test bench lint clean
 
 $(PYDEPS): requirements.txt tests/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -13,13 +14,21 @@ $(PYDEPS): requirements.txt tests/requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
 
+$(NODEDEPS): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## run: install what is needed, start Azurite and serve the API on http://127.0.0.1:7071
+run: $(PYDEPS) $(NODEDEPS)
+	$(BIN)/python -m devhost
+
 ## test: install what is needed, then lint and run the whole test suite
-test: $(PYDEPS)
+test: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 ## bench: the benchmarks of bench/, results printed and written to bench/results/
-bench: $(PYDEPS)
+bench: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
 
 lint: $(PYDEPS)
@@ -27,4 +36,4 @@ lint: $(PYDEPS)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) node_modules .pytest_cache .hypothesis .ruff_cache

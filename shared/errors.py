@@ -42,6 +42,10 @@ class InvalidRequest(SchedulerError):
         super().__init__("; ".join(str(error) for error in errors))
         self.errors = tuple(errors)
 
+    @classmethod
+    def because(cls, field: str, problem: str) -> InvalidRequest:
+        return cls([FieldError(field, problem)])
+
 
 def field_path(*parts: str | int) -> str:
     """`("recurrence", "schedule", "minutes", 2)` -> `recurrence.schedule.minutes[2]`."""
@@ -102,3 +106,56 @@ def _shown(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+class MissingApiVersion(SchedulerError):
+    status = 400
+    code = "MissingApiVersionParameter"
+
+    def __init__(self, supported: Sequence[str]) -> None:
+        super().__init__(
+            "The api-version query parameter (?api-version=) is required for all requests; "
+            f"the supported versions are '{', '.join(supported)}'."
+        )
+
+
+class InvalidApiVersion(SchedulerError):
+    status = 400
+    code = "InvalidApiVersionParameter"
+
+    def __init__(self, given: str, supported: Sequence[str]) -> None:
+        super().__init__(
+            f"The api-version '{given[:40]}' is invalid. "
+            f"The supported versions are '{', '.join(supported)}'."
+        )
+
+
+class NotFound(SchedulerError):
+    status = 404
+    code = "ResourceNotFound"
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"The {kind} '{name}' was not found.")
+
+
+class Conflict(SchedulerError):
+    status = 409
+    code = "Conflict"
+
+
+class PreconditionFailed(SchedulerError):
+    status = 412
+    code = "PreconditionFailed"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The resource has changed since it was read: its ETag does not match If-Match."
+        )
+
+
+class UnsupportedMediaType(SchedulerError):
+    status = 415
+    code = "UnsupportedMediaType"
+
+    def __init__(self, content_type: str) -> None:
+        super().__init__(f"The request body must be JSON, not '{content_type[:60]}'.")

@@ -1,12 +1,29 @@
-"""Shared test settings.
+"""Shared test settings and the real components the tests run against, started once a session.
 
 Hypothesis runs derandomized by default so that every run of `make test` tries the same
 examples; `HYPOTHESIS_PROFILE=thorough` explores fresh random ones, many more of them.
 """
 
-import os
+from __future__ import annotations
 
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
 from hypothesis import HealthCheck, settings
+
+from devhost import azurite
+
+ROOT = Path(__file__).resolve().parent.parent
+API_VERSION = "2016-03-01"
+STARTUP_TIMEOUT_S = 30.0
 
 settings.register_profile(
     "default", max_examples=300, derandomize=True, deadline=None,
@@ -16,3 +33,65 @@ settings.register_profile(
     "thorough", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@dataclass(frozen=True)
+class Service:
+    base_url: str
+    key: str
+    storage: str  # connection string of the Azurite it runs on
+
+
+@pytest.fixture(scope="session")
+def storage() -> Iterator[str]:
+    """A fresh Azurite for the session: its connection string."""
+    emulator = azurite.start()
+    yield emulator.connection_string
+    emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """The function app served by the local host, as `make run` serves it, on Azurite."""
+    port, key = azurite.free_port(), secrets.token_urlsafe(24)
+    # A file, not a pipe: a pipe nobody reads fills up and blocks the host mid-request.
+    log_path = tmp_path_factory.mktemp("devhost") / "output.log"
+    environment = os.environ | {
+        "AzureWebJobsStorage": storage,
+        "SCHEDULER_FUNCTION_KEY": key,
+        "SCHEDULER_PORT": str(port),
+    }
+    with log_path.open("wb") as log:
+        host = subprocess.Popen(
+            [sys.executable, "-m", "devhost", "--no-azurite", "--own-host"],
+            cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not _answers(port):
+        if host.poll() is not None or time.monotonic() > deadline:
+            host.kill()
+            pytest.fail(f"the local host did not start:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.05)
+    yield Service(f"http://127.0.0.1:{port}", key, storage)
+    host.terminate()
+    host.wait(timeout=10)
+
+
+@pytest.fixture
+def api(service: Service) -> Iterator[httpx.Client]:
+    """An HTTP client for the management API: function key and api-version already set."""
+    with httpx.Client(
+        base_url=service.base_url,
+        headers={"x-functions-key": service.key},
+        params={"api-version": API_VERSION},
+        timeout=10.0,
+    ) as client:
+        yield client
+
+
+def _answers(port: int) -> bool:
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+        return True
+    except httpx.TransportError:
+        return False

@@ -1,0 +1,108 @@
+"""`python -m devhost`: run the function app locally, on Azurite.
+
+Starts Azurite on a fresh data folder (unless --no-azurite), points AzureWebJobsStorage at it,
+then runs the app: under `func start` when Azure Functions Core Tools are installed, otherwise
+with this package's own host. It prints the base URL and the function key, and stops Azurite
+when it stops.
+
+Settings come from the environment, then local.settings.json (or the sample), as with
+`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from devhost import azurite
+from devhost.http_host import FunctionsHttpServer, http_functions
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PORT = 7071
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _arguments().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("azure").setLevel(logging.WARNING)  # the SDKs log every request at INFO
+    _load_local_settings()
+    port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
+    key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
+
+    emulator = None
+    if not options.no_azurite:
+        emulator = azurite.start()
+        os.environ["AzureWebJobsStorage"] = emulator.connection_string
+    try:
+        if shutil.which("func") and not options.own_host:
+            return _run_core_tools(port)
+        return _run_own_host(port, key)
+    finally:
+        if emulator is not None:
+            emulator.stop()
+
+
+def _arguments() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--port", type=int, help=f"HTTP port (default $SCHEDULER_PORT or {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--no-azurite", action="store_true", help="use AzureWebJobsStorage as it is"
+    )
+    parser.add_argument("--own-host", action="store_true", help="never hand over to `func start`")
+    return parser
+
+
+def _load_local_settings() -> None:
+    """Values from local.settings.json (or its sample), under what the environment already says."""
+    for name in ("local.settings.json", "local.settings.sample.json"):
+        path = ROOT / name
+        if path.exists():
+            for setting, value in json.loads(path.read_text()).get("Values", {}).items():
+                os.environ.setdefault(setting, str(value))
+            return
+
+
+def _run_own_host(port: int, key: str) -> int:
+    sys.path.insert(0, str(ROOT))
+    import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
+
+    host_settings = json.loads((ROOT / "host.json").read_text())
+    route_prefix = host_settings.get("extensions", {}).get("http", {}).get("routePrefix", "api")
+    server = FunctionsHttpServer(
+        ("127.0.0.1", port), http_functions(function_app.app, route_prefix), keys=[key]
+    )
+    stop = threading.Event()
+
+    def shut_down(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shut_down)
+    signal.signal(signal.SIGINT, shut_down)
+    print(f"Serving on http://127.0.0.1:{server.server_port}", flush=True)
+    print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+    return 0
+
+
+def _run_core_tools(port: int) -> int:
+    print(f"Azure Functions Core Tools found: running `func start --port {port}`.", flush=True)
+    print("Core Tools do not check function keys locally; send any key or none.", flush=True)
+    return subprocess.call(["func", "start", "--port", str(port)], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""The Azure Functions entry point: it declares the functions and hands each to `shared/`."""
+
+import azure.functions as func
+
+from shared.arm import serve
+from shared.operations import ROUTES, Route
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+
+
+def _register(route: Route) -> None:
+    def handle(req: func.HttpRequest) -> func.HttpResponse:
+        return serve(req, route.operation)
+
+    app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
+
+
+for _route in ROUTES:
+    _register(_route)

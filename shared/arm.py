@@ -1,0 +1,124 @@
+"""The ARM conventions every operation shares: api-version, the error envelope, request ids, ETags.
+
+An operation takes an `ApiRequest` and returns an `ApiResponse`, or raises a `SchedulerError`;
+`serve` turns either into the HTTP response a Microsoft.Scheduler client expects.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import azure.functions as func
+from pydantic import BaseModel, ValidationError
+
+from shared.errors import (
+    InvalidApiVersion,
+    InvalidRequest,
+    MissingApiVersion,
+    SchedulerError,
+    UnsupportedMediaType,
+    field_errors,
+)
+from shared.store import Preconditions
+
+SUPPORTED_API_VERSIONS = ("2016-03-01",)
+Body = TypeVar("Body", bound=BaseModel)
+log = logging.getLogger("scheduler.api")
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    method: str
+    url: str
+    route: Mapping[str, str]
+    query: Mapping[str, str]  # names folded to lower case: ARM reads `$Top` as `$top`
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json_body(self) -> Any:
+        """The body as JSON, or InvalidRequest saying why it is not."""
+        content_type = self.headers.get("content-type", "application/json")
+        if "json" not in content_type.lower():
+            raise UnsupportedMediaType(content_type)
+        if not self.body.strip():
+            raise InvalidRequest.because("", "the request body is empty; a JSON object is required")
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as bad:
+            raise InvalidRequest.because("", f"the request body is not valid JSON: {bad}") from None
+
+    def parsed_body(self, model: type[Body]) -> Body:
+        """The body read into a wire model, or InvalidRequest listing every problem."""
+        try:
+            return model.model_validate(self.json_body())
+        except ValidationError as invalid:
+            raise InvalidRequest(field_errors(invalid)) from None
+
+    @property
+    def preconditions(self) -> Preconditions:
+        return Preconditions(
+            if_match=self.headers.get("if-match"), if_none_match=self.headers.get("if-none-match")
+        )
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Operation = Callable[[ApiRequest], ApiResponse]
+
+
+def serve(request: func.HttpRequest, operation: Operation) -> func.HttpResponse:
+    """Run one operation for one HTTP request, with every ARM convention applied."""
+    request_id = str(uuid.uuid4())
+    try:
+        api_request = _api_request(request)
+        _check_api_version(api_request.query)
+        response = operation(api_request)
+    except SchedulerError as error:
+        response = ApiResponse(
+            error.status, {"error": {"code": error.code, "message": error.message}}
+        )
+    except Exception:
+        log.exception("request %s failed: %s %s", request_id, request.method, request.url)
+        response = ApiResponse(
+            500,
+            {"error": {"code": "InternalServerError", "message": f"Request {request_id} failed."}},
+        )
+    headers = {"x-ms-request-id": request_id, **response.headers}
+    if response.body is None:
+        return func.HttpResponse(status_code=response.status, headers=headers)
+    return func.HttpResponse(
+        json.dumps(response.body, separators=(",", ":")),
+        status_code=response.status,
+        headers=headers,
+        mimetype="application/json",
+        charset="utf-8",
+    )
+
+
+def _api_request(request: func.HttpRequest) -> ApiRequest:
+    return ApiRequest(
+        method=request.method.upper(),
+        url=request.url,
+        route=dict(request.route_params),
+        query={name.lower(): value for name, value in request.params.items()},
+        headers={name.lower(): value for name, value in request.headers.items()},
+        body=request.get_body() or b"",
+    )
+
+
+def _check_api_version(query: Mapping[str, str]) -> None:
+    version = query.get("api-version")
+    if not version:
+        raise MissingApiVersion(SUPPORTED_API_VERSIONS)
+    if version not in SUPPORTED_API_VERSIONS:
+        raise InvalidApiVersion(version, SUPPORTED_API_VERSIONS)

@@ -1,0 +1,93 @@
+"""Resource ids, types and names in the ARM shape, and the rules a name must follow.
+
+Names are case-insensitive and keep the case they were created with, as in ARM: lookups use the
+folded name, responses the stored one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from shared.errors import FieldError, InvalidRequest
+
+PROVIDER = "Microsoft.Scheduler"
+COLLECTION_TYPE = f"{PROVIDER}/jobCollections"
+
+# ARM's own rules: resource groups allow letters, digits, '_', '-', '.', '(' and ')', up to 90;
+# the Scheduler's names letters, digits, '-' and '_', up to 100.
+_SUBSCRIPTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_RESOURCE_GROUP = re.compile(r"[\w().-]{0,89}[\w()-]", re.ASCII)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+@dataclass(frozen=True)
+class CollectionId:
+    subscription: str
+    resource_group: str
+    name: str
+
+    @classmethod
+    def of(cls, subscription: str, resource_group: str, name: str) -> CollectionId:
+        """The id from a request's route, or InvalidRequest naming every part that is malformed."""
+        problems = [
+            *_name_problems("subscriptionId", subscription, _SUBSCRIPTION),
+            *_name_problems("resourceGroupName", resource_group, _RESOURCE_GROUP),
+            *_name_problems("jobCollectionName", name, _NAME),
+        ]
+        if problems:
+            raise InvalidRequest(problems)
+        return cls(subscription, resource_group, name)
+
+    @property
+    def arm_id(self) -> str:
+        return (
+            f"/subscriptions/{self.subscription}/resourceGroups/{self.resource_group}"
+            f"/providers/{COLLECTION_TYPE}/{self.name}"
+        )
+
+    @property
+    def partition(self) -> str:
+        """Where its row lives: one partition per subscription, so that listing is one query."""
+        return table_key(self.subscription)
+
+    @property
+    def row(self) -> str:
+        return table_key(self.resource_group, self.name)
+
+
+def valid_subscription(subscription: str) -> str:
+    problems = _name_problems("subscriptionId", subscription, _SUBSCRIPTION)
+    if problems:
+        raise InvalidRequest(problems)
+    return subscription
+
+
+def valid_resource_group(resource_group: str) -> str:
+    problems = _name_problems("resourceGroupName", resource_group, _RESOURCE_GROUP)
+    if problems:
+        raise InvalidRequest(problems)
+    return resource_group
+
+
+def table_key(*names: str) -> str:
+    """A Table Storage key from validated names: folded to one case, joined by ':'.
+
+    Valid names never hold ':' or any character that Table keys forbid (/ \\ # ? and control
+    characters), so the key needs no escaping and sorts by its parts.
+    """
+    return ":".join(name.casefold() for name in names)
+
+
+def _name_problems(field: str, value: str, rule: re.Pattern[str]) -> list[FieldError]:
+    if rule.fullmatch(value):
+        return []
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    return [FieldError(field, f"'{shown}' is not a valid name: {_RULE_WORDS[rule]}")]
+
+
+_RULE_WORDS = {
+    _SUBSCRIPTION: "1 to 64 letters, digits, '-' and '_', starting with a letter or digit",
+    _RESOURCE_GROUP: "1 to 90 letters, digits, '_', '-', '.', '(' and ')', not ending in '.'",
+    _NAME: "1 to 100 letters, digits, '-' and '_', starting with a letter or digit",
+}
