@@ -3,7 +3,7 @@
 import azure.functions as func
 
 from shared.arm import serve
-from shared.operations import ROUTES, Route
+from shared.routes import ROUTES, Route
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
@@ -103,6 +104,21 @@ class Occurrences:
         if count is not None and executions_done >= count:
             return True
         return self.next_after(last_occurrence) is None
+
+    def shortest_gap(self, sample: int = 200) -> timedelta | None:
+        """The shortest time between two consecutive occurrences among the first `sample`.
+
+        Schedules repeat within a day, a week or a month, so a few hundred occurrences show the
+        densest stretch; None when the job runs at most once.
+        """
+        if self.recurrence is None:
+            return None
+        # The grid alone: an immediate first run may fall just before a grid point by chance.
+        unbounded = self.recurrence.model_copy(update={"count": None, "end_time": None})
+        anchor = self.start_time or self.created_at
+        found = Occurrences(anchor, unbounded, anchor).upcoming(sample)
+        gaps = [later - earlier for earlier, later in itertools.pairwise(found)]
+        return min(gaps, default=None)
 
     def _no_later_than_end(self, instant: datetime) -> datetime | None:
         end = self.recurrence.end_time if self.recurrence else None

@@ -13,6 +13,7 @@ from shared.errors import FieldError, InvalidRequest
 
 PROVIDER = "Microsoft.Scheduler"
 COLLECTION_TYPE = f"{PROVIDER}/jobCollections"
+JOB_TYPE = f"{COLLECTION_TYPE}/jobs"
 
 # ARM's own rules: resource groups allow letters, digits, '_', '-', '.', '(' and ')', up to 90;
 # the Scheduler's names letters, digits, '-' and '_', up to 100.
@@ -54,6 +55,41 @@ class CollectionId:
     @property
     def row(self) -> str:
         return table_key(self.resource_group, self.name)
+
+    @property
+    def jobs_partition(self) -> str:
+        """Where its jobs live: one partition, so they are listed, counted and changed together."""
+        return table_key(self.subscription, self.resource_group, self.name)
+
+
+@dataclass(frozen=True)
+class JobId:
+    collection: CollectionId
+    name: str
+
+    @classmethod
+    def of(cls, collection: CollectionId, name: str) -> JobId:
+        problems = _name_problems("jobName", name, _NAME)
+        if problems:
+            raise InvalidRequest(problems)
+        return cls(collection, name)
+
+    @property
+    def arm_id(self) -> str:
+        return f"{self.collection.arm_id}/jobs/{self.name}"
+
+    @property
+    def arm_name(self) -> str:
+        """ARM names a child resource by its path below the provider: `collection/job`."""
+        return f"{self.collection.name}/{self.name}"
+
+    @property
+    def partition(self) -> str:
+        return self.collection.jobs_partition
+
+    @property
+    def row(self) -> str:
+        return table_key(self.name)
 
 
 def valid_subscription(subscription: str) -> str:

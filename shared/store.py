@@ -1,17 +1,18 @@
-"""Table Storage: where collections (and, later, jobs and history) are kept.
+"""Table Storage: where collections and jobs (and, later, history) are kept.
 
 Every Table Storage rule lives here: keys (`resources.table_key`), the mapping between stored
-documents and entities, etags and optimistic concurrency. A document is the resource's JSON
-(location, tags, properties) kept whole in one string property, so that what a client stored is
-what it reads back.
+documents and entities, etags and optimistic concurrency, and batches of one partition and at
+most 100 operations (Azurite accepts larger ones; Azure does not). A document is the resource's
+JSON kept whole in one string property, so that what a client stored is what it reads back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (
@@ -22,17 +23,21 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
 from shared.errors import Conflict, PreconditionFailed
-from shared.resources import CollectionId, table_key
+from shared.resources import CollectionId, JobId, table_key
 
 COLLECTIONS_TABLE = "jobcollections"
+JOBS_TABLE = "jobs"
+LARGEST_BATCH = 100
 _WRITE_ATTEMPTS = 3  # a write that loses a race to another writer reads again and retries
+
+Id = TypeVar("Id", CollectionId, JobId)
 
 
 @dataclass(frozen=True)
-class Stored:
+class Stored(Generic[Id]):
     """A resource as stored: its id, its document, and the etag of that version."""
 
-    id: CollectionId
+    id: Id
     document: dict[str, Any]
     etag: str
 
@@ -44,7 +49,7 @@ class Preconditions:
     if_match: str | None = None
     if_none_match: str | None = None
 
-    def check(self, current: Stored | None) -> None:
+    def check(self, current: Stored[Any] | None) -> None:
         if self.if_none_match == "*" and current is not None:
             raise PreconditionFailed()
         if self.if_match is None:
@@ -53,94 +58,227 @@ class Preconditions:
             raise PreconditionFailed()
 
 
+class _Documents(Generic[Id]):
+    """One table of JSON documents, each in one entity with optimistic concurrency."""
+
+    def __init__(self, table: TableClient, id_of: Callable[[Any], Id], kind: str) -> None:
+        self.table, self._id_of, self._kind = table, id_of, kind
+
+    def get(self, partition: str, row: str) -> Stored[Id] | None:
+        try:
+            return self._stored(self.table.get_entity(partition, row))
+        except ResourceNotFoundError:
+            return None
+
+    def query(self, query: str, **parameters: str) -> Iterator[Stored[Id]]:
+        for entity in self.table.query_entities(query, parameters=parameters):
+            yield self._stored(entity)
+
+    def save(
+        self,
+        *,
+        partition: str,
+        row: str,
+        columns: dict[str, Any],
+        document: dict[str, Any],
+        preconditions: Preconditions,
+        keep_from_current: tuple[str, ...] = (),
+    ) -> tuple[Stored[Id], bool]:
+        """Create or replace; returns what is now stored and whether it was created.
+
+        `keep_from_current` names columns that a replace keeps from the stored entity (a name
+        keeps the case it was created with).
+        """
+        entity = {"PartitionKey": partition, "RowKey": row, **columns, "Document": _json(document)}
+        for _ in range(_WRITE_ATTEMPTS):
+            try:
+                current_entity = self.table.get_entity(partition, row)
+            except ResourceNotFoundError:
+                current_entity = None
+            current = self._stored(current_entity) if current_entity is not None else None
+            preconditions.check(current)
+            try:
+                if current_entity is None:
+                    metadata = self.table.create_entity(entity)
+                else:
+                    entity |= {name: current_entity[name] for name in keep_from_current}
+                    metadata = self.table.update_entity(
+                        entity,
+                        mode=UpdateMode.REPLACE,
+                        etag=current_entity.metadata["etag"],
+                        match_condition=MatchConditions.IfNotModified,
+                    )
+            except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
+                continue
+            return self._stored(entity, metadata["etag"]), current is None
+        raise Conflict(f"The {self._kind} is being changed by another request; try again.")
+
+    def delete(self, partition: str, row: str, preconditions: Preconditions) -> bool:
+        """Delete; returns whether there was anything to delete."""
+        current = self.get(partition, row)
+        preconditions.check(current)
+        if current is None:
+            return False
+        try:
+            self.table.delete_entity(
+                partition, row, etag=current.etag, match_condition=MatchConditions.IfNotModified
+            )
+        except ResourceModifiedError:
+            raise Conflict(
+                f"The {self._kind} changed while it was being deleted; try again."
+            ) from None
+        return True
+
+    def submit(self, operations: Iterable[tuple[Any, ...]]) -> None:
+        """Run operations on one partition, in batches of at most 100 (Azure's limit)."""
+        batch: list[Any] = []
+        for operation in operations:
+            batch.append(operation)
+            if len(batch) == LARGEST_BATCH:
+                self.table.submit_transaction(batch)
+                batch = []
+        if batch:
+            self.table.submit_transaction(batch)
+
+    def _stored(self, entity: Any, etag: str | None = None) -> Stored[Id]:
+        return Stored(
+            id=self._id_of(entity),
+            document=json.loads(entity["Document"]),
+            etag=etag or entity.metadata["etag"],
+        )
+
+
 class Store:
     def __init__(self, service: TableServiceClient) -> None:
-        self._collections: TableClient = service.get_table_client(COLLECTIONS_TABLE)
+        self._service = service
+        self._collections = _Documents(
+            service.get_table_client(COLLECTIONS_TABLE), _collection_id, "job collection"
+        )
+        self._jobs = _Documents(service.get_table_client(JOBS_TABLE), _job_id, "job")
 
     @classmethod
     def from_connection_string(cls, connection_string: str) -> Store:
         return cls(TableServiceClient.from_connection_string(connection_string))
 
     def create_tables(self) -> None:
-        with contextlib.suppress(ResourceExistsError):
-            self._collections.create_table()
+        for name in (COLLECTIONS_TABLE, JOBS_TABLE):
+            with contextlib.suppress(ResourceExistsError):
+                self._service.create_table(name)
 
     # --- collections ----------------------------------------------------------------------
 
-    def collection(self, collection: CollectionId) -> Stored | None:
-        try:
-            entity = self._collections.get_entity(collection.partition, collection.row)
-        except ResourceNotFoundError:
-            return None
-        return _stored(entity)
+    def collection(self, collection: CollectionId) -> Stored[CollectionId] | None:
+        return self._collections.get(collection.partition, collection.row)
 
-    def collections(self, subscription: str, resource_group: str | None = None) -> list[Stored]:
+    def collections(
+        self, subscription: str, resource_group: str | None = None
+    ) -> list[Stored[CollectionId]]:
         """A subscription's collections, or one resource group's, in name order."""
-        query, parameters = "PartitionKey eq @pk", {"pk": table_key(subscription)}
-        if resource_group is not None:
-            # Rows of one group are the keys "<group>:<name>": the range [group + ":", group + ";").
-            prefix = table_key(resource_group)
-            query += " and RowKey gt @low and RowKey lt @high"
-            parameters |= {"low": prefix + ":", "high": prefix + ";"}
-        entities = self._collections.query_entities(query, parameters=parameters)
-        return [_stored(entity) for entity in entities]
+        if resource_group is None:
+            return list(self._collections.query("PartitionKey eq @pk", pk=table_key(subscription)))
+        # A group's rows are the keys "<group>:<name>", so the range [group + ":", group + ";").
+        prefix = table_key(resource_group)
+        query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
+        found = self._collections.query(
+            query, pk=table_key(subscription), low=prefix + ":", high=prefix + ";"
+        )
+        return list(found)
 
     def save_collection(
         self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
-    ) -> tuple[Stored, bool]:
-        """Create or replace; returns what is now stored and whether it was created."""
-        entity = {
-            "PartitionKey": collection.partition,
-            "RowKey": collection.row,
+    ) -> tuple[Stored[CollectionId], bool]:
+        columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
             "Name": collection.name,
-            "Document": json.dumps(document, separators=(",", ":")),
         }
-        for _ in range(_WRITE_ATTEMPTS):
-            current = self.collection(collection)
-            preconditions.check(current)
-            try:
-                if current is None:
-                    metadata = self._collections.create_entity(entity)
-                else:
-                    # The stored name keeps the case it was created with.
-                    entity |= {"Name": current.id.name, "ResourceGroup": current.id.resource_group}
-                    metadata = self._collections.update_entity(
-                        entity,
-                        mode=UpdateMode.REPLACE,
-                        etag=current.etag,
-                        match_condition=MatchConditions.IfNotModified,
-                    )
-            except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
-                continue
-            return _stored({**entity, "_etag": metadata["etag"]}), current is None
-        raise Conflict("The collection is being changed by another request; try again.")
+        return self._collections.save(
+            partition=collection.partition, row=collection.row, columns=columns,
+            document=document, preconditions=preconditions,
+            keep_from_current=("ResourceGroup", "Name"),
+        )  # fmt: skip
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
-        """Delete; returns whether there was anything to delete."""
-        current = self.collection(collection)
-        preconditions.check(current)
-        if current is None:
-            return False
-        try:
-            self._collections.delete_entity(
-                collection.partition,
-                collection.row,
-                etag=current.etag,
-                match_condition=MatchConditions.IfNotModified,
+        """Delete a collection and every job in it."""
+        deleted = self._collections.delete(collection.partition, collection.row, preconditions)
+        partition = collection.jobs_partition
+        self._jobs.submit(
+            ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
+            for entity in self._jobs.table.query_entities(
+                "PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"]
             )
-        except ResourceModifiedError:
-            raise Conflict(
-                "The collection was changed while it was being deleted; try again."
-            ) from None
-        return True
+        )
+        return deleted
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    def job(self, job: JobId) -> Stored[JobId] | None:
+        return self._jobs.get(job.partition, job.row)
+
+    def jobs(self, collection: CollectionId, state: str | None = None) -> list[Stored[JobId]]:
+        """The jobs of a collection in name order, optionally only those in one state."""
+        partition = collection.jobs_partition
+        if state is None:
+            return list(self._jobs.query("PartitionKey eq @pk", pk=partition))
+        return list(
+            self._jobs.query("PartitionKey eq @pk and State eq @state", pk=partition, state=state)
+        )
+
+    def count_jobs(self, collection: CollectionId) -> int:
+        partition = collection.jobs_partition
+        found = self._jobs.table.query_entities(
+            "PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"]
+        )
+        return sum(1 for _ in found)
+
+    def save_job(
+        self, job: JobId, document: dict[str, Any], preconditions: Preconditions
+    ) -> tuple[Stored[JobId], bool]:
+        columns = {
+            "Subscription": job.collection.subscription,
+            "ResourceGroup": job.collection.resource_group,
+            "Collection": job.collection.name,
+            "Name": job.name,
+            "State": document["definition"]["state"],
+        }
+        return self._jobs.save(
+            partition=job.partition, row=job.row, columns=columns,
+            document=document, preconditions=preconditions,
+            keep_from_current=("Subscription", "ResourceGroup", "Collection", "Name"),
+        )  # fmt: skip
+
+    def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
+        return self._jobs.delete(job.partition, job.row, preconditions)
+
+    def replace_jobs(self, jobs: Iterable[Stored[JobId]]) -> None:
+        """Write back changed documents of one collection's jobs, as batches."""
+        self._jobs.submit(
+            (
+                "update",
+                {
+                    "PartitionKey": stored.id.partition,
+                    "RowKey": stored.id.row,
+                    "State": stored.document["definition"]["state"],
+                    "Document": _json(stored.document),
+                },
+                {
+                    "mode": UpdateMode.MERGE,
+                    "etag": stored.etag,
+                    "match_condition": MatchConditions.IfNotModified,
+                },
+            )
+            for stored in jobs
+        )
 
 
-def _stored(entity: Any) -> Stored:
-    etag = entity.get("_etag") or entity.metadata["etag"]
-    return Stored(
-        id=CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Name"]),
-        document=json.loads(entity["Document"]),
-        etag=etag,
-    )
+def _collection_id(entity: Any) -> CollectionId:
+    return CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
+
+
+def _job_id(entity: Any) -> JobId:
+    collection = CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
+    return JobId(collection, entity["Name"])
+
+
+def _json(document: dict[str, Any]) -> str:
+    return json.dumps(document, separators=(",", ":"))

@@ -63,6 +63,24 @@ def _aliases_by_folded_name(model: type[BaseModel]) -> dict[str, str]:
     }
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """JSON Merge Patch (RFC 7396), with names matched in any case as ARM matches them.
+
+    A name set to null is removed (`"authentication": null` drops it); objects merge name by
+    name; anything else replaces what was there.
+    """
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for name, value in patch.items():
+        existing = next((key for key in merged if key.casefold() == str(name).casefold()), name)
+        if value is None:
+            merged.pop(existing, None)
+        else:
+            merged[existing] = merge_patch(merged.get(existing), value)
+    return merged
+
+
 def _read_instant(value: Any) -> datetime:
     if isinstance(value, datetime):
         moment = value
@@ -85,3 +103,13 @@ def _read_instant(value: Any) -> datetime:
 
 Instant = Annotated[datetime, BeforeValidator(_read_instant)]
 """An ISO 8601 date or date-time, read as an aware UTC datetime (no offset means UTC)."""
+
+
+def iso(instant: datetime) -> str:
+    """An instant as the API writes it: ISO 8601 in UTC, with a Z."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> datetime:
+    """An instant the service wrote with `iso`."""
+    return datetime.fromisoformat(text)

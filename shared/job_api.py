@@ -1,0 +1,281 @@
+"""Job operations (SPEC.md sections 1 and 2), each from an ApiRequest to an ApiResponse.
+
+A stored job document holds `definition` (the client's definition, every default spelled out,
+secrets included), `status` (system-owned) and `definedAt` (when the definition was saved: its
+occurrences count from there).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from shared.arm import ApiRequest, ApiResponse
+from shared.collection_api import collection_id, existing_collection
+from shared.collections import Quota, SkuName
+from shared.errors import Conflict, InvalidRequest, NotFound, field_errors
+from shared.job_documents import fresh_status, occurrences_of, public_properties, stored_definition
+from shared.job_rules import definition_problems, quota_conflict
+from shared.jobs import FINAL_STATES, JobBody, JobProperties, JobState
+from shared.resources import JOB_TYPE, CollectionId, JobId
+from shared.runtime import enqueue_execution, now, store
+from shared.store import Stored
+from shared.wire import iso, merge_patch, parse_iso
+
+LARGEST_PAGE = 100
+LARGEST_PREVIEW = 100
+DEFAULT_PREVIEW = 10
+
+
+def get_job(request: ApiRequest) -> ApiResponse:
+    return _job_response(200, _existing_job(_job_id(request)))
+
+
+def put_job(request: ApiRequest) -> ApiResponse:
+    job = _job_id(request)
+    body = request.parsed_body(JobBody)
+    return _save(job, body.properties, request)
+
+
+def patch_job(request: ApiRequest) -> ApiResponse:
+    job = _job_id(request)
+    current = _existing_job(job)
+    request.preconditions.check(current)
+    patch = request.json_body()
+    if not isinstance(patch, dict):
+        raise InvalidRequest.because("", "the request body must be a JSON object")
+    stored_body = {"properties": current.document["definition"]}
+    try:
+        merged = JobBody.model_validate(merge_patch(stored_body, patch))
+    except ValidationError as invalid:
+        raise InvalidRequest(field_errors(invalid)) from None
+    return _save(current.id, merged.properties, request, current=current)
+
+
+def delete_job(request: ApiRequest) -> ApiResponse:
+    deleted = store().delete_job(_job_id(request), request.preconditions)
+    return ApiResponse(200 if deleted else 204)
+
+
+def list_jobs(request: ApiRequest) -> ApiResponse:
+    collection = existing_collection(collection_id(request))
+    state = _state_filter(request.query.get("$filter"))
+    found = store().jobs(collection.id, state)
+    return _page(request, [_job_resource(stored) for stored in found])
+
+
+def run_job(request: ApiRequest) -> ApiResponse:
+    """Run now: an immediate execution through the same path as scheduled ones."""
+    stored = _existing_job(_job_id(request))
+    enqueue_execution(
+        {
+            "kind": "runNow",
+            "job": _job_reference(stored.id),
+            "definedAt": stored.document["definedAt"],
+            "requestedAt": iso(now()),
+        }
+    )
+    return ApiResponse(200)
+
+
+def enable_collection(request: ApiRequest) -> ApiResponse:
+    return _set_all_states(request, JobState.ENABLED)
+
+
+def disable_collection(request: ApiRequest) -> ApiResponse:
+    return _set_all_states(request, JobState.DISABLED)
+
+
+def next_occurrences(request: ApiRequest) -> ApiResponse:
+    """Our extension: the next `count` occurrences of a saved job."""
+    stored = _existing_job(_job_id(request))
+    document = stored.document
+    occurrences = occurrences_of(document["definition"], parse_iso(document["definedAt"]))
+    upcoming = occurrences.upcoming(
+        _preview_count(request),
+        after=now(),
+        executions_done=document["status"].get("executionCount", 0),
+    )
+    return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
+
+
+def preview_occurrences(request: ApiRequest) -> ApiResponse:
+    """Our extension: check a job body without saving it, and show when it would run."""
+    collection = existing_collection(collection_id(request))
+    body = request.parsed_body(JobBody)
+    sku = SkuName(collection.document["properties"]["sku"]["name"])
+    defined_at = now()
+    problems = definition_problems(body.properties, sku=sku, now=defined_at)
+    if problems:
+        raise InvalidRequest(problems)
+    occurrences = occurrences_of(stored_definition(body.properties, sku=sku), defined_at)
+    upcoming = occurrences.upcoming(_preview_count(request))
+    return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
+
+
+# --- the steps ------------------------------------------------------------------------------
+
+
+def _save(
+    job: JobId,
+    properties: JobProperties,
+    request: ApiRequest,
+    current: Stored[JobId] | None = None,
+) -> ApiResponse:
+    collection = existing_collection(job.collection)
+    sku = SkuName(collection.document["properties"]["sku"]["name"])
+    defined_at = now()
+    problems = definition_problems(properties, sku=sku, now=defined_at)
+    if problems:
+        raise InvalidRequest(problems)
+    current = current or store().job(job)
+    if current is not None and current.document["definition"]["state"] in _FINAL:
+        raise Conflict(
+            f"The job '{job.name}' is {current.document['definition']['state']}, a final state: "
+            "it can no longer be changed, only deleted."
+        )
+    definition = stored_definition(properties, sku=sku)
+    quota = Quota.model_validate(collection.document["properties"]["quota"])
+    jobs_in_collection = store().count_jobs(collection.id) if current is None else 0
+    conflict = quota_conflict(
+        occurrences_of(definition, defined_at), quota, jobs_in_collection, is_new=current is None
+    )
+    if conflict:
+        raise Conflict(conflict)
+    document = {
+        "definition": definition,
+        "status": _status_after_change(definition, defined_at, current),
+        "definedAt": iso(defined_at),
+    }
+    stored, created = store().save_job(job, document, request.preconditions)
+    return _job_response(201 if created else 200, stored)
+
+
+def _status_after_change(
+    definition: dict[str, Any], defined_at: datetime, current: Stored[JobId] | None
+) -> dict[str, Any]:
+    """A new definition starts its schedule afresh; the counts of what already ran stay."""
+    status = fresh_status(definition, defined_at)
+    if current is not None:
+        kept = ("executionCount", "failureCount", "faultedCount", "lastExecutionTime")
+        previous = current.document["status"]
+        status |= {name: previous[name] for name in kept if name in previous}
+    return status
+
+
+def _set_all_states(request: ApiRequest, state: JobState) -> ApiResponse:
+    collection = existing_collection(collection_id(request))
+    changed = []
+    moment = now()
+    for stored in store().jobs(collection.id):
+        definition = stored.document["definition"]
+        if definition["state"] in _FINAL or definition["state"] == state.value:
+            continue
+        definition = {**definition, "state": state.value}
+        status = {**stored.document["status"]}
+        status.pop("nextExecutionTime", None)
+        if state is JobState.ENABLED:
+            # Enabling resumes from the next future occurrence: no catch-up burst.
+            occurrences = occurrences_of(definition, parse_iso(stored.document["definedAt"]))
+            following = occurrences.next_after(moment)
+            if following is not None:
+                status["nextExecutionTime"] = iso(following)
+        document = {**stored.document, "definition": definition, "status": status}
+        changed.append(Stored(stored.id, document, stored.etag))
+    store().replace_jobs(changed)
+    return ApiResponse(200)
+
+
+def _page(request: ApiRequest, items: list[dict[str, Any]]) -> ApiResponse:
+    top = _whole_number(request.query, "$top", default=LARGEST_PAGE, least=1, most=LARGEST_PAGE)
+    skip = _whole_number(request.query, "$skip", default=0, least=0, most=None)
+    body: dict[str, Any] = {"value": items[skip : skip + top]}
+    if skip + top < len(items):
+        body["nextLink"] = _link_with(request.url, {"$skip": str(skip + top), "$top": str(top)})
+    return ApiResponse(200, body)
+
+
+def _link_with(url: str, changes: dict[str, str]) -> str:
+    parts = urlsplit(url)
+    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
+             if name.lower() not in {change.lower() for change in changes}]  # fmt: skip
+    query += list(changes.items())
+    return urlunsplit(parts._replace(query=urlencode(query, safe="$'")))
+
+
+def _whole_number(query: Any, name: str, *, default: int, least: int, most: int | None) -> int:
+    given = query.get(name.lower())
+    if given is None:
+        return default
+    try:
+        value = int(given)
+    except ValueError:
+        raise InvalidRequest.because(name, f"'{given[:20]}' is not a whole number") from None
+    if value < least or (most is not None and value > most):
+        allowed = f"{least}..{most}" if most is not None else f"at least {least}"
+        raise InvalidRequest.because(name, f"{value} is out of range: {allowed}")
+    return value
+
+
+def _state_filter(expression: str | None) -> str | None:
+    """`state eq 'Enabled'`, the one $filter that listing jobs supports."""
+    if not expression:
+        return None
+    words = expression.split(None, 2)
+    if len(words) == 3 and words[0].lower() == "state" and words[1].lower() == "eq":
+        name = words[2].strip().strip("'")
+        try:
+            return JobState(name).value
+        except ValueError:
+            pass
+    raise InvalidRequest.because(
+        "$filter",
+        f"'{expression[:60]}' is not supported; use state eq 'Enabled' (or Disabled, Completed, "
+        "Faulted)",
+    )
+
+
+def _preview_count(request: ApiRequest) -> int:
+    return _whole_number(
+        request.query, "count", default=DEFAULT_PREVIEW, least=1, most=LARGEST_PREVIEW
+    )
+
+
+def _job_id(request: ApiRequest) -> JobId:
+    return JobId.of(collection_id(request), request.route["jobName"])
+
+
+def _existing_job(job: JobId) -> Stored[JobId]:
+    stored = store().job(job)
+    if stored is None:
+        raise NotFound("job", job.arm_name)
+    return stored
+
+
+def _job_resource(stored: Stored[JobId]) -> dict[str, Any]:
+    return {
+        "id": stored.id.arm_id,
+        "type": JOB_TYPE,
+        "name": stored.id.arm_name,
+        "properties": public_properties(stored.document["definition"], stored.document["status"]),
+    }
+
+
+def _job_response(status: int, stored: Stored[JobId]) -> ApiResponse:
+    return ApiResponse(status, _job_resource(stored), {"ETag": stored.etag})
+
+
+def _job_reference(job: JobId) -> dict[str, str]:
+    collection: CollectionId = job.collection
+    return {
+        "subscription": collection.subscription,
+        "resourceGroup": collection.resource_group,
+        "collection": collection.name,
+        "job": job.name,
+    }
+
+
+_FINAL = {state.value for state in FINAL_STATES}

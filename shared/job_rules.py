@@ -1,0 +1,256 @@
+"""The rules a job definition obeys beyond the shape of each value (SPEC.md section 2).
+
+`definition_problems` lists what is invalid (a 400, every problem named by its field);
+`quota_conflict` says which quota of the collection a job would exceed (a 409).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from dateutil.relativedelta import relativedelta
+
+from shared.certificates import UnreadableCertificate, read_pfx
+from shared.collections import MaxRecurrence, Quota, SkuName
+from shared.errors import FieldError
+from shared.jobs import (
+    ActionType,
+    ErrorAction,
+    HttpAuthenticationType,
+    JobProperties,
+    RetryPolicy,
+    RetryType,
+    ServiceBusMessage,
+)
+from shared.occurrences import Occurrences
+from shared.recurrence import Frequency, timing_problems
+
+LARGEST_JOB = 16 * 1024  # characters of the serialized definition
+LONGEST_URL = 2048
+MOST_HEADERS = 50
+LARGEST_HEADERS = 4096  # characters of all names and values together
+LARGEST_BODY = 8192
+SHORTEST_RETRY = timedelta(seconds=15)
+SHORTEST_RETRY_FREE = timedelta(hours=1)
+LONGEST_RETRY = relativedelta(months=18)
+MOST_RETRIES = 20
+_SPAN_OF = {
+    Frequency.MINUTE: timedelta(minutes=1),
+    Frequency.HOUR: timedelta(hours=1),
+    Frequency.DAY: timedelta(days=1),
+    Frequency.WEEK: timedelta(weeks=1),
+    Frequency.MONTH: timedelta(days=28),  # the shortest month: a monthly job is never "too often"
+    Frequency.YEAR: timedelta(days=365),
+}
+
+
+def definition_problems(
+    properties: JobProperties, *, sku: SkuName, now: datetime
+) -> list[FieldError]:
+    """Every rule the definition breaks, each naming its field as a JSON path."""
+    problems = []
+    size = len(json.dumps(properties.to_wire(), separators=(",", ":")))
+    if size > LARGEST_JOB:
+        problems.append(
+            FieldError(
+                "properties",
+                f"the job definition is {size} characters; at most {LARGEST_JOB} are allowed",
+            )
+        )
+    problems += [
+        FieldError(f"properties.{problem.field}", problem.problem)
+        for problem in timing_problems(properties.start_time, properties.recurrence, now)
+    ]
+    action = properties.action
+    problems += _action_problems(action, "properties.action", sku, now)
+    if action.error_action is not None:
+        problems += _action_problems(action.error_action, "properties.action.errorAction", sku, now)
+    return problems
+
+
+def quota_conflict(
+    occurrences: Occurrences, quota: Quota, jobs_in_collection: int, is_new: bool
+) -> str | None:
+    """Why the job does not fit the collection's quota, or None when it does."""
+    if is_new and quota.max_job_count is not None and jobs_in_collection >= quota.max_job_count:
+        return (
+            f"The job collection already holds {jobs_in_collection} jobs, its quota maxJobCount; "
+            "delete a job or raise the quota."
+        )
+    if quota.max_recurrence is not None:
+        gap = occurrences.shortest_gap()
+        allowed = span_of(quota.max_recurrence)
+        if gap is not None and gap < allowed:
+            return (
+                f"The job would run every {_spoken(gap)} at its most frequent, more often than the "
+                f"job collection's quota maxRecurrence allows (once every {_spoken(allowed)})."
+            )
+    return None
+
+
+def span_of(recurrence: MaxRecurrence) -> timedelta:
+    return _SPAN_OF[recurrence.frequency] * recurrence.interval
+
+
+def _action_problems(
+    action: ErrorAction, path: str, sku: SkuName, now: datetime
+) -> list[FieldError]:
+    wanted = {
+        ActionType.HTTP: "request",
+        ActionType.HTTPS: "request",
+        ActionType.STORAGE_QUEUE: "queueMessage",
+        ActionType.SERVICE_BUS_QUEUE: "serviceBusQueueMessage",
+        ActionType.SERVICE_BUS_TOPIC: "serviceBusTopicMessage",
+    }[action.type]
+    present = {
+        "request": action.request,
+        "queueMessage": action.queue_message,
+        "serviceBusQueueMessage": action.service_bus_queue_message,
+        "serviceBusTopicMessage": action.service_bus_topic_message,
+    }
+    problems = [
+        FieldError(
+            f"{path}.{name}", f"does not go with action type {action.type.value}; it needs {wanted}"
+        )
+        for name, value in present.items()
+        if value is not None and name != wanted
+    ]
+    message = present[wanted]
+    if message is None:
+        problems.append(
+            FieldError(f"{path}.{wanted}", f"is required for action type {action.type.value}")
+        )
+    elif wanted == "request":
+        problems += _request_problems(action, f"{path}.request")
+    elif isinstance(message, ServiceBusMessage):
+        entity = "queueName" if wanted == "serviceBusQueueMessage" else "topicPath"
+        problems += _service_bus_problems(message, f"{path}.{wanted}", entity)
+    if action.retry_policy is not None:
+        problems += _retry_problems(action.retry_policy, f"{path}.retryPolicy", sku, now)
+    return problems
+
+
+def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
+    request = action.request
+    assert request is not None
+    problems = []
+    address = urlsplit(request.uri)
+    schemes = ("https",) if action.type is ActionType.HTTPS else ("http", "https")
+    if address.scheme.lower() not in schemes or not address.hostname:
+        problems.append(
+            FieldError(f"{path}.uri", f"must be an absolute {' or '.join(schemes)} URL")
+        )
+    if len(request.uri) > LONGEST_URL:
+        problems.append(
+            FieldError(
+                f"{path}.uri",
+                f"is {len(request.uri)} characters; at most {LONGEST_URL} are allowed",
+            )
+        )
+    headers = request.headers or {}
+    if len(headers) > MOST_HEADERS:
+        problems.append(
+            FieldError(
+                f"{path}.headers", f"has {len(headers)} headers; at most {MOST_HEADERS} are allowed"
+            )
+        )
+    header_size = sum(len(name) + len(value) for name, value in headers.items())
+    if header_size > LARGEST_HEADERS:
+        problems.append(
+            FieldError(
+                f"{path}.headers",
+                f"are {header_size} characters together; at most {LARGEST_HEADERS} are allowed",
+            )
+        )
+    if request.body is not None and len(request.body) > LARGEST_BODY:
+        problems.append(
+            FieldError(
+                f"{path}.body",
+                f"is {len(request.body)} characters; at most {LARGEST_BODY} are allowed",
+            )
+        )
+    authentication = request.authentication
+    if authentication is not None:
+        required = {
+            HttpAuthenticationType.BASIC: ("username", "password"),
+            HttpAuthenticationType.CLIENT_CERTIFICATE: ("pfx",),
+            HttpAuthenticationType.ACTIVE_DIRECTORY_OAUTH: (
+                "tenant",
+                "audience",
+                "clientId",
+                "secret",
+            ),
+            HttpAuthenticationType.NOT_SPECIFIED: (),
+        }[authentication.type]
+        given = authentication.to_wire()
+        problems += [
+            FieldError(
+                f"{path}.authentication.{name}",
+                f"is required for {authentication.type.value} authentication",
+            )
+            for name in required
+            if not given.get(name)
+        ]
+        if authentication.type is HttpAuthenticationType.CLIENT_CERTIFICATE and authentication.pfx:
+            try:
+                read_pfx(authentication.pfx, authentication.password)
+            except UnreadableCertificate as unreadable:
+                problems.append(FieldError(f"{path}.authentication.pfx", str(unreadable)))
+    return problems
+
+
+def _service_bus_problems(message: ServiceBusMessage, path: str, entity: str) -> list[FieldError]:
+    given = message.to_wire()
+    problems = [
+        FieldError(f"{path}.{name}", "is required")
+        for name in (entity, "namespace", "message")
+        if not given.get(name)
+    ]
+    authentication = message.authentication
+    if authentication is None or not authentication.sas_key_name or not authentication.sas_key:
+        problems.append(
+            FieldError(f"{path}.authentication", "needs sasKeyName and sasKey (SharedAccessKey)")
+        )
+    return problems
+
+
+def _retry_problems(
+    policy: RetryPolicy, path: str, sku: SkuName, now: datetime
+) -> list[FieldError]:
+    if policy.retry_type is RetryType.NONE:
+        return []
+    problems = []
+    shortest = SHORTEST_RETRY_FREE if sku is SkuName.FREE else SHORTEST_RETRY
+    interval = policy.retry_interval
+    if interval is not None and interval < shortest:
+        where = " in a Free job collection" if sku is SkuName.FREE else ""
+        problems.append(
+            FieldError(
+                f"{path}.retryInterval",
+                f"{_spoken(interval)} is too short{where}: "
+                f"the least allowed is {_spoken(shortest)}",
+            )
+        )
+    if interval is not None and now + interval > now + LONGEST_RETRY:
+        problems.append(
+            FieldError(f"{path}.retryInterval", "is longer than 18 months, the most allowed")
+        )
+    if policy.retry_count is not None and policy.retry_count > MOST_RETRIES:
+        problems.append(
+            FieldError(
+                f"{path}.retryCount",
+                f"{policy.retry_count} is too many: the most allowed is {MOST_RETRIES}",
+            )
+        )
+    return problems
+
+
+def _spoken(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= length and seconds % length == 0:
+            count = seconds // length
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"

@@ -1,0 +1,456 @@
+"""Jobs over HTTP, against the local host on Azurite (SPEC.md sections 1, 2 and 5)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from azure.storage.queue import QueueClient
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
+from cryptography.x509.oid import NameOID
+
+from shared.resources import CollectionId, JobId
+from shared.store import Preconditions, Store
+from tests.conftest import Service
+
+SUBSCRIPTION = "5b7c0000-1111-2222-3333-444444444444"
+SECRET_VALUES = ("hunter2", "oauth-secret-value", "sv=2020&sig=abc", "c2FzLWtleQ==", "pfx-password")
+
+
+def collection_path(name: str) -> str:
+    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/jobs-rg/providers/Microsoft.Scheduler/jobCollections/{name}"
+
+
+def job_path(collection: str, job: str) -> str:
+    return f"{collection_path(collection)}/jobs/{job}"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def in_a_day() -> str:
+    return (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def http_job(**properties: Any) -> dict[str, Any]:
+    """A valid HTTP job body; keyword arguments replace top-level properties."""
+    body = {
+        "startTime": in_a_day(),
+        "action": {"type": "Http", "request": {"uri": "https://example.org/ping", "method": "POST", "body": "hi"}},
+        "recurrence": {"frequency": "Hour", "interval": 2},
+    }
+    return {"properties": body | properties}
+
+
+def new_collection(api: httpx.Client, sku: str = "Standard", quota: dict[str, Any] | None = None) -> str:
+    name = unique("jc")
+    properties: dict[str, Any] = {"sku": {"name": sku}}
+    if quota:
+        properties["quota"] = quota
+    response = api.put(collection_path(name), json={"location": "West Europe", "properties": properties})
+    assert response.status_code == 201, response.text
+    return name
+
+
+def put_job(api: httpx.Client, collection: str, body: dict[str, Any], name: str | None = None) -> httpx.Response:
+    return api.put(job_path(collection, name or unique("job")), json=body)
+
+
+def made_pfx(password: str) -> tuple[str, str]:
+    """A self-signed certificate in a pfx (base64), and its thumbprint."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "scheduler-client")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=30)).sign(key, hashes.SHA256())
+    )
+    pfx = pkcs12.serialize_key_and_certificates(
+        b"client", key, certificate, None, serialization.BestAvailableEncryption(password.encode())
+    )
+    return base64.b64encode(pfx).decode(), certificate.fingerprint(hashes.SHA1()).hex().upper()
+
+
+@pytest.fixture
+def collection(api: httpx.Client) -> str:
+    return new_collection(api)
+
+
+# --- create, read, defaults -------------------------------------------------------------------
+
+
+def test_create_then_get_with_defaults_and_status(api: httpx.Client, collection: str) -> None:
+    body = http_job()
+    start = body["properties"]["startTime"]
+    created = put_job(api, collection, body, name="Nightly-Cleanup")
+    assert created.status_code == 201, created.text
+    job = created.json()
+    assert job["id"] == job_path(collection, "Nightly-Cleanup")
+    assert job["type"] == "Microsoft.Scheduler/jobCollections/jobs"
+    assert job["name"] == f"{collection}/Nightly-Cleanup"
+    properties = job["properties"]
+    assert properties["state"] == "Enabled"
+    assert properties["action"]["retryPolicy"] == {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 4}
+    assert properties["status"] == {
+        "executionCount": 0, "failureCount": 0, "faultedCount": 0, "nextExecutionTime": start,
+    }
+    fetched = api.get(job_path(collection, "nightly-cleanup"))
+    assert fetched.status_code == 200
+    assert fetched.json() == job
+    assert fetched.headers["ETag"] == created.headers["ETag"]
+
+
+def test_enum_values_and_names_in_any_case(api: httpx.Client, collection: str) -> None:
+    body = {"Properties": {"ACTION": {"type": "http", "REQUEST": {"URI": "http://example.org/", "method": "get"}},
+                           "recurrence": {"frequency": "week", "schedule": {"weekdays": ["monday"]}},
+                           "state": "disabled"}}  # fmt: skip
+    job = put_job(api, collection, body).json()["properties"]
+    assert job["action"]["type"] == "Http"
+    assert job["recurrence"]["schedule"]["weekDays"] == ["Monday"]
+    assert job["state"] == "Disabled"
+    assert "nextExecutionTime" not in job["status"]
+
+
+def test_status_sent_by_a_client_is_ignored(api: httpx.Client, collection: str) -> None:
+    body = http_job(status={"executionCount": 99, "nextExecutionTime": "2001-01-01T00:00:00Z"})
+    status = put_job(api, collection, body).json()["properties"]["status"]
+    assert status["executionCount"] == 0
+    assert status["nextExecutionTime"] != "2001-01-01T00:00:00Z"
+
+
+def test_a_job_needs_an_existing_collection(api: httpx.Client) -> None:
+    response = put_job(api, unique("nowhere"), http_job())
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "ResourceNotFound"
+
+
+def test_the_sdk_spelling_of_occurrence_is_accepted(api: httpx.Client) -> None:
+    collection = new_collection(api)
+    body = http_job(recurrence={"frequency": "Month", "schedule": {"monthlyOccurrences": [{"day": "Friday", "Occurrence": -1}]}})
+    response = put_job(api, collection, body)
+    assert response.status_code == 201, response.text
+    assert response.json()["properties"]["recurrence"]["schedule"]["monthlyOccurrences"] == [{"day": "Friday", "occurrence": -1}]
+
+
+# --- secrets ----------------------------------------------------------------------------------
+
+
+def every_secret_kind() -> dict[str, Any]:
+    pfx, _ = made_pfx("pfx-password")
+    return {
+        "type": "Https",
+        "request": {"uri": "https://example.org/", "method": "GET",
+                    "authentication": {"type": "ClientCertificate", "pfx": pfx, "password": "pfx-password"}},
+        "errorAction": {
+            "type": "StorageQueue",
+            "queueMessage": {"storageAccount": "acct", "queueName": "q", "sasToken": "sv=2020&sig=abc", "message": "m"},
+        },
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "Http", "request": {"uri": "http://example.org/", "method": "GET",
+                                     "authentication": {"type": "Basic", "username": "u", "password": "hunter2"}}},
+        {"type": "Http", "request": {"uri": "http://example.org/", "method": "GET",
+                                     "authentication": {"type": "ActiveDirectoryOAuth", "tenant": "t.onmicrosoft.com",
+                                                        "audience": "https://management.core.windows.net/",
+                                                        "clientId": "c", "secret": "oauth-secret-value"}}},
+        {"type": "ServiceBusQueue", "serviceBusQueueMessage": {
+            "queueName": "q", "namespace": "ns", "message": "m", "transportType": "netMessaging",
+            "authentication": {"sasKeyName": "RootManageSharedAccessKey", "sasKey": "c2FzLWtleQ==", "type": "sharedAccessKey"}}},
+        pytest.param(None, id="client_certificate_and_storage_queue"),
+    ],
+    ids=["basic", "oauth", "service_bus", "client_certificate_and_storage_queue"],
+)
+def test_secrets_are_kept_but_never_returned(api: httpx.Client, collection: str, action: dict[str, Any] | None) -> None:
+    name = unique("secret")
+    created = put_job(api, collection, http_job(action=action or every_secret_kind()), name=name)
+    assert created.status_code == 201, created.text
+    answers = [created.text, api.get(job_path(collection, name)).text,
+               api.get(f"{collection_path(collection)}/jobs").text,
+               api.patch(job_path(collection, name), json={"properties": {"state": "Disabled"}}).text]  # fmt: skip
+    for answer in answers:
+        for secret in SECRET_VALUES:
+            assert secret not in answer
+        assert '"pfx"' not in answer
+
+
+def test_client_certificate_shows_its_facts(api: httpx.Client, collection: str) -> None:
+    pfx, thumbprint = made_pfx("pw")
+    action = {"type": "Https", "request": {"uri": "https://example.org/", "method": "GET",
+                                            "authentication": {"type": "ClientCertificate", "pfx": pfx, "password": "pw"}}}  # fmt: skip
+    authentication = put_job(api, collection, http_job(action=action)).json()["properties"]["action"]["request"]["authentication"]
+    assert authentication["certificateThumbprint"] == thumbprint
+    assert authentication["certificateSubjectName"] == "CN=scheduler-client"
+    assert authentication["certificateExpirationDate"].endswith("Z")
+
+
+def test_a_pfx_that_does_not_open_with_its_password_is_400(api: httpx.Client, collection: str) -> None:
+    pfx, _ = made_pfx("right")
+    action = {"type": "Https", "request": {"uri": "https://example.org/", "method": "GET",
+                                            "authentication": {"type": "ClientCertificate", "pfx": pfx, "password": "wrong"}}}  # fmt: skip
+    response = put_job(api, collection, http_job(action=action))
+    assert response.status_code == 400
+    assert "properties.action.request.authentication.pfx: does not open as a PKCS#12 (pfx) file" in response.json()["error"]["message"]
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+INVALID = [
+    ({"action": {"type": "Http"}}, "properties.action.request: is required for action type Http"),
+    ({"action": {"type": "Http", "request": {"uri": "ftp://x/", "method": "GET"}}},
+     "properties.action.request.uri: must be an absolute http or https URL"),
+    ({"action": {"type": "Https", "request": {"uri": "http://x.org/", "method": "GET"}}},
+     "properties.action.request.uri: must be an absolute https URL"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/" + "a" * 2048, "method": "GET"}}},
+     "properties.action.request.uri: is 2061 characters; at most 2048 are allowed"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {f"h{i}": "v" for i in range(51)}}}},
+     "properties.action.request.headers: has 51 headers; at most 50 are allowed"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {"big": "v" * 4094}}}},
+     "properties.action.request.headers: are 4097 characters together; at most 4096 are allowed"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "POST", "body": "b" * 8193}}},
+     "properties.action.request.body: is 8193 characters; at most 8192 are allowed"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "authentication": {"type": "Basic", "username": "u"}}}},
+     "properties.action.request.authentication.password: is required for Basic authentication"),
+    ({"action": {"type": "StorageQueue", "request": {"uri": "http://x.org/", "method": "GET"}}},
+     "properties.action.request: does not go with action type StorageQueue; it needs queueMessage"),
+    ({"action": {"type": "ServiceBusTopic", "serviceBusTopicMessage": {"namespace": "ns", "message": "m"}}},
+     "properties.action.serviceBusTopicMessage.topicPath: is required"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT10S"}}},
+     "properties.action.retryPolicy.retryInterval: 10 seconds is too short: the least allowed is 15 seconds"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryCount": 21}}},
+     "properties.action.retryPolicy.retryCount: 21 is too many: the most allowed is 20"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "soon"}}},
+     "properties.action.retryPolicy.retryInterval: 'soon' is not an ISO 8601 duration"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "errorAction": {"type": "Http"}}},
+     "properties.action.errorAction.request: is required for action type Http"),
+    ({"recurrence": {"frequency": "Day", "schedule": {"weekDays": ["Monday"]}}},
+     "properties.recurrence.schedule.weekDays: is allowed only with frequency Week, not Day"),
+    ({"recurrence": {"frequency": "Hour", "interval": 1001}},
+     "properties.recurrence.interval: 1001 is too long for frequency Hour"),
+    ({"startTime": "2099-01-01T00:00:00Z"}, "properties.startTime: 2099-01-01T00:00:00+00:00 is more than 18 months away"),
+    ({"recurence": {"frequency": "Hour"}}, "properties.recurence: is not a known property"),
+    ({"state": "Completed"}, "properties.state: only Enabled or Disabled can be set; Completed is set by the service"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "POST", "headers": {f"h{i}": "v" * 300 for i in range(48)}, "body": "b" * 8000}}},
+     "properties: the job definition is"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "message"), INVALID, ids=[m.split(":")[0] + f"-{n}" for n, (_, m) in enumerate(INVALID)])
+def test_invalid_jobs_are_400_and_nothing_is_stored(api: httpx.Client, collection: str, change: dict[str, Any], message: str) -> None:
+    name = unique("bad")
+    response = put_job(api, collection, http_job(**change), name=name)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "BadRequest"
+    assert message in response.json()["error"]["message"]
+    assert api.get(job_path(collection, name)).status_code == 404
+
+
+def test_free_collections_need_retry_intervals_of_an_hour(api: httpx.Client) -> None:
+    collection = new_collection(api, sku="Free")
+    action = {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"},
+              "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT30M"}}  # fmt: skip
+    response = put_job(api, collection, http_job(action=action))
+    assert response.status_code == 400
+    assert "30 minutes is too short in a Free job collection: the least allowed is 1 hour" in response.text
+    default = put_job(api, collection, http_job()).json()["properties"]["action"]["retryPolicy"]
+    assert default == {"retryType": "Fixed", "retryInterval": "PT1H", "retryCount": 4}
+
+
+# --- quotas and final states ------------------------------------------------------------------
+
+
+def test_free_collections_hold_five_jobs(api: httpx.Client) -> None:
+    collection = new_collection(api, sku="Free")
+    for _ in range(5):
+        assert put_job(api, collection, http_job()).status_code == 201
+    sixth = put_job(api, collection, http_job())
+    assert sixth.status_code == 409
+    assert "already holds 5 jobs, its quota maxJobCount" in sixth.json()["error"]["message"]
+
+
+def test_a_collection_quota_overrides_the_job_count(api: httpx.Client) -> None:
+    collection = new_collection(api, quota={"maxJobCount": 1})
+    name = unique("only")
+    assert put_job(api, collection, http_job(), name=name).status_code == 201
+    assert put_job(api, collection, http_job()).status_code == 409
+    assert put_job(api, collection, http_job(), name=name).status_code == 200  # replacing is fine
+
+
+@pytest.mark.parametrize(
+    ("sku", "recurrence", "status"),
+    [
+        ("Free", {"frequency": "Minute", "interval": 30}, 409),
+        ("Free", {"frequency": "Day", "schedule": {"minutes": [0, 15, 30, 45]}}, 409),
+        ("Free", {"frequency": "Hour"}, 201),
+        ("Free", {"frequency": "Day", "schedule": {"hours": [5, 17]}}, 201),
+        ("Standard", {"frequency": "Minute"}, 201),
+    ],
+)
+def test_jobs_may_not_recur_more_often_than_the_quota(api: httpx.Client, sku: str, recurrence: dict[str, Any], status: int) -> None:
+    response = put_job(api, new_collection(api, sku=sku), http_job(recurrence=recurrence))
+    assert response.status_code == status, response.text
+    if status == 409:
+        assert "more often than the job collection's quota maxRecurrence allows (once every 1 hour)" in response.text
+
+
+def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str, service: Service) -> None:
+    name = unique("done")
+    assert put_job(api, collection, http_job(), name=name).status_code == 201
+    # The executor sets final states; here the store is written as it will write it.
+    store = Store.from_connection_string(service.storage)
+    job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
+    stored = store.job(job)
+    assert stored is not None
+    document = stored.document | {"definition": stored.document["definition"] | {"state": "Completed"}}
+    store.save_job(job, document, Preconditions())
+    for attempt in (api.put(job_path(collection, name), json=http_job()),
+                    api.patch(job_path(collection, name), json={"properties": {"state": "Enabled"}})):  # fmt: skip
+        assert attempt.status_code == 409
+        assert "is Completed, a final state" in attempt.json()["error"]["message"]
+    assert api.delete(job_path(collection, name)).status_code == 200
+
+
+# --- patch, if-match, delete --------------------------------------------------------------------
+
+
+def test_patch_merges_and_null_removes(api: httpx.Client, collection: str) -> None:
+    name = unique("patched")
+    action = {"type": "Http", "request": {"uri": "http://example.org/", "method": "GET",
+                                          "authentication": {"type": "Basic", "username": "u", "password": "hunter2"}}}  # fmt: skip
+    assert put_job(api, collection, http_job(action=action), name=name).status_code == 201
+    patched = api.patch(job_path(collection, name), json={"properties": {"recurrence": {"interval": 3}}})
+    assert patched.status_code == 200, patched.text
+    properties = patched.json()["properties"]
+    assert properties["recurrence"] == {"frequency": "Hour", "interval": 3}
+    assert properties["action"]["request"]["authentication"] == {"type": "Basic", "username": "u"}
+    removed = api.patch(job_path(collection, name), json={"properties": {"action": {"request": {"authentication": None}}}})
+    assert "authentication" not in removed.json()["properties"]["action"]["request"]
+    invalid = api.patch(job_path(collection, name), json={"properties": {"recurrence": {"frequency": "Fortnight"}}})
+    assert invalid.status_code == 400
+    assert api.get(job_path(collection, name)).json()["properties"]["recurrence"]["interval"] == 3
+
+
+def test_if_match_on_jobs(api: httpx.Client, collection: str) -> None:
+    name = unique("etag")
+    etag = put_job(api, collection, http_job(), name=name).headers["ETag"]
+    assert api.put(job_path(collection, name), json=http_job(), headers={"If-Match": '"old"'}).status_code == 412
+    assert api.put(job_path(collection, name), json=http_job(), headers={"If-Match": etag}).status_code == 200
+    assert api.delete(job_path(collection, name), headers={"If-Match": etag}).status_code == 412
+
+
+def test_delete_job_and_deleting_a_collection_deletes_its_jobs(api: httpx.Client) -> None:
+    collection = new_collection(api)
+    names = [unique("j") for _ in range(3)]
+    for name in names:
+        assert put_job(api, collection, http_job(), name=name).status_code == 201
+    assert api.delete(job_path(collection, names[0])).status_code == 200
+    assert api.delete(job_path(collection, names[0])).status_code == 204
+    assert api.delete(collection_path(collection)).status_code == 200
+    api.put(collection_path(collection), json={"location": "West Europe"})
+    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": []}
+
+
+# --- listing ------------------------------------------------------------------------------------
+
+
+def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) -> None:
+    collection = new_collection(api, quota={"maxJobCount": 20})
+    names = sorted(f"job-{n:02d}" for n in range(7))
+    for n, name in enumerate(names):
+        state = "Disabled" if n % 3 == 0 else "Enabled"
+        assert put_job(api, collection, http_job(state=state), name=name).status_code == 201
+    first = api.get(f"{collection_path(collection)}/jobs", params={"$top": 3}).json()
+    assert [job["name"].split("/")[1] for job in first["value"]] == names[:3]
+    second = httpx.get(first["nextLink"], headers={"x-functions-key": api.headers["x-functions-key"]}, timeout=5).json()
+    assert [job["name"].split("/")[1] for job in second["value"]] == names[3:6]
+    third = httpx.get(second["nextLink"], headers={"x-functions-key": api.headers["x-functions-key"]}, timeout=5).json()
+    assert [job["name"].split("/")[1] for job in third["value"]] == names[6:]
+    assert "nextLink" not in third
+    disabled = api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'"}).json()
+    assert [job["name"].split("/")[1] for job in disabled["value"]] == [names[0], names[3], names[6]]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [({"$top": "0"}, "$top: 0 is out of range: 1..100"), ({"$top": "101"}, "$top: 101 is out of range"),
+     ({"$skip": "-1"}, "$skip: -1 is out of range"), ({"$top": "ten"}, "$top: 'ten' is not a whole number"),
+     ({"$filter": "name eq 'x'"}, "$filter: 'name eq 'x'' is not supported")],
+)  # fmt: skip
+def test_bad_list_parameters_are_400(api: httpx.Client, collection: str, query: dict[str, str], message: str) -> None:
+    response = api.get(f"{collection_path(collection)}/jobs", params=query)
+    assert response.status_code == 400
+    assert message in response.json()["error"]["message"]
+
+
+# --- enable, disable, run now -------------------------------------------------------------------
+
+
+def test_disable_and_enable_every_job_of_a_collection(api: httpx.Client) -> None:
+    collection = new_collection(api)
+    names = [unique("j") for _ in range(3)]
+    for name in names:
+        put_job(api, collection, http_job(), name=name)
+    assert api.post(f"{collection_path(collection)}/disable").status_code == 200
+    for name in names:
+        properties = api.get(job_path(collection, name)).json()["properties"]
+        assert properties["state"] == "Disabled"
+        assert "nextExecutionTime" not in properties["status"]
+    assert api.post(f"{collection_path(collection)}/enable").status_code == 200
+    for name in names:
+        properties = api.get(job_path(collection, name)).json()["properties"]
+        assert properties["state"] == "Enabled"
+        assert properties["status"]["nextExecutionTime"] == properties["startTime"]
+
+
+def test_run_now_puts_an_execution_on_the_queue(api: httpx.Client, collection: str, service: Service) -> None:
+    name = unique("now")
+    put_job(api, collection, http_job(), name=name)
+    assert api.post(f"{job_path(collection, name)}/run").status_code == 200
+    queue = QueueClient.from_connection_string(service.storage, "executions")
+    messages = [json.loads(base64.b64decode(message.content)) for message in queue.peek_messages(max_messages=32)]
+    mine = [message for message in messages if message["job"]["job"] == name]
+    assert len(mine) == 1
+    assert mine[0]["kind"] == "runNow"
+    assert mine[0]["job"]["collection"] == collection
+    assert api.post(f"{job_path(collection, unique('missing'))}/run").status_code == 404
+
+
+# --- our extensions: occurrences --------------------------------------------------------------
+
+
+def test_next_occurrences_of_a_saved_job(api: httpx.Client, collection: str) -> None:
+    name = unique("occ")
+    start = in_a_day()
+    put_job(api, collection, http_job(startTime=start, recurrence={"frequency": "Day", "count": 3}), name=name)
+    answer = api.get(f"{job_path(collection, name)}/nextOccurrences").json()["value"]
+    first = datetime.fromisoformat(start)
+    assert answer == [(first + timedelta(days=n)).isoformat().replace("+00:00", "Z") for n in range(3)]
+    assert len(api.get(f"{job_path(collection, name)}/nextOccurrences", params={"count": 2}).json()["value"]) == 2
+    assert api.get(f"{job_path(collection, name)}/nextOccurrences", params={"count": 101}).status_code == 400
+
+
+def test_preview_checks_a_body_without_saving_it(api: httpx.Client, collection: str) -> None:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    next_monday = today + timedelta(days=7 - today.weekday())
+    body = http_job(startTime=next_monday.isoformat(),
+                    recurrence={"frequency": "Week", "schedule": {"weekDays": ["Wednesday"], "hours": [6]}})  # fmt: skip
+    preview = api.post(f"{collection_path(collection)}/previewOccurrences", params={"count": 3}, json=body)
+    assert preview.status_code == 200, preview.text
+    wednesdays = [next_monday + timedelta(days=2 + 7 * n, hours=6) for n in range(3)]
+    assert preview.json()["value"] == [moment.isoformat().replace("+00:00", "Z") for moment in wednesdays]
+    invalid = api.post(f"{collection_path(collection)}/previewOccurrences", json=http_job(recurrence={"frequency": "Day", "interval": 0}))
+    assert invalid.status_code == 400
+    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": []}
