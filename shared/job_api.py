@@ -19,11 +19,11 @@ from shared.collections import Quota, SkuName
 from shared.errors import Conflict, InvalidRequest, NotFound, field_errors
 from shared.job_documents import fresh_status, occurrences_of, public_properties, stored_definition
 from shared.job_rules import definition_problems, quota_conflict
-from shared.jobs import FINAL_STATES, JobBody, JobProperties, JobState
-from shared.resources import JOB_TYPE, CollectionId, JobId
+from shared.jobs import FINAL_STATES, HistoryStatus, JobBody, JobProperties, JobState
+from shared.resources import HISTORY_TYPE, JOB_TYPE, CollectionId, JobId
 from shared.runtime import enqueue_execution, now, store
 from shared.store import Stored
-from shared.wire import iso, merge_patch, parse_iso
+from shared.wire import WireEnum, iso, merge_patch, parse_iso
 
 LARGEST_PAGE = 100
 LARGEST_PREVIEW = 100
@@ -62,9 +62,25 @@ def delete_job(request: ApiRequest) -> ApiResponse:
 
 def list_jobs(request: ApiRequest) -> ApiResponse:
     collection = existing_collection(collection_id(request))
-    state = _state_filter(request.query.get("$filter"))
+    state = _equality_filter(request.query.get("$filter"), "state", JobState)
     found = store().jobs(collection.id, state)
     return _page(request, [_job_resource(stored) for stored in found])
+
+
+def list_history(request: ApiRequest) -> ApiResponse:
+    """A job's executions, newest first."""
+    job = _existing_job(_job_id(request)).id
+    status = _equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    entries = [
+        {
+            "id": f"{job.arm_id}/history/{entry_id}",
+            "type": HISTORY_TYPE,
+            "name": f"{job.arm_name}/{entry_id}",
+            "properties": entry,
+        }
+        for entry_id, entry in store().history(job, status)
+    ]
+    return _page(request, entries)
 
 
 def run_job(request: ApiRequest) -> ApiResponse:
@@ -220,21 +236,19 @@ def _whole_number(query: Any, name: str, *, default: int, least: int, most: int 
     return value
 
 
-def _state_filter(expression: str | None) -> str | None:
-    """`state eq 'Enabled'`, the one $filter that listing jobs supports."""
+def _equality_filter(expression: str | None, field: str, values: type[WireEnum]) -> str | None:
+    """`<field> eq '<value>'`, the one kind of $filter that listing supports."""
     if not expression:
         return None
     words = expression.split(None, 2)
-    if len(words) == 3 and words[0].lower() == "state" and words[1].lower() == "eq":
-        name = words[2].strip().strip("'")
+    if len(words) == 3 and words[0].lower() == field and words[1].lower() == "eq":
         try:
-            return JobState(name).value
+            return values(words[2].strip().strip("'")).value
         except ValueError:
             pass
+    allowed = ", ".join(member.value for member in values)
     raise InvalidRequest.because(
-        "$filter",
-        f"'{expression[:60]}' is not supported; use state eq 'Enabled' (or Disabled, Completed, "
-        "Faulted)",
+        "$filter", f"'{expression[:60]}' is not supported; use {field} eq '<one of {allowed}>'"
     )
 
 

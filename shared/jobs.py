@@ -52,6 +52,17 @@ class JobState(WireEnum):
 FINAL_STATES = (JobState.COMPLETED, JobState.FAULTED)
 
 
+class HistoryStatus(WireEnum):
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    POSTPONED = "Postponed"
+
+
+class ActionName(WireEnum):
+    MAIN_ACTION = "MainAction"
+    ERROR_ACTION = "ErrorAction"
+
+
 class ActionType(WireEnum):
     HTTP = "Http"
     HTTPS = "Https"

@@ -14,6 +14,7 @@ from shared.errors import FieldError, InvalidRequest
 PROVIDER = "Microsoft.Scheduler"
 COLLECTION_TYPE = f"{PROVIDER}/jobCollections"
 JOB_TYPE = f"{COLLECTION_TYPE}/jobs"
+HISTORY_TYPE = f"{JOB_TYPE}/history"
 
 # ARM's own rules: resource groups allow letters, digits, '_', '-', '.', '(' and ')', up to 90;
 # the Scheduler's names letters, digits, '-' and '_', up to 100.

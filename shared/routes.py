@@ -47,5 +47,6 @@ ROUTES = [
     Route("patch_job", "PATCH", JOB, job_api.patch_job),
     Route("delete_job", "DELETE", JOB, job_api.delete_job),
     Route("run_job", "POST", f"{JOB}/run", job_api.run_job),
+    Route("list_job_history", "GET", f"{JOB}/history", job_api.list_history),
     Route("next_occurrences", "GET", f"{JOB}/nextOccurrences", job_api.next_occurrences),
 ]  # fmt: skip

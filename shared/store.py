@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
@@ -27,6 +29,8 @@ from shared.resources import CollectionId, JobId, table_key
 
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
+HISTORY_TABLE = "jobhistory"
+_LATEST_TICKS = 10**19  # history rows sort newest first: their keys count down from here
 LARGEST_BATCH = 100
 _WRITE_ATTEMPTS = 3  # a write that loses a race to another writer reads again and retries
 
@@ -129,17 +133,6 @@ class _Documents(Generic[Id]):
             ) from None
         return True
 
-    def submit(self, operations: Iterable[tuple[Any, ...]]) -> None:
-        """Run operations on one partition, in batches of at most 100 (Azure's limit)."""
-        batch: list[Any] = []
-        for operation in operations:
-            batch.append(operation)
-            if len(batch) == LARGEST_BATCH:
-                self.table.submit_transaction(batch)
-                batch = []
-        if batch:
-            self.table.submit_transaction(batch)
-
     def _stored(self, entity: Any, etag: str | None = None) -> Stored[Id]:
         return Stored(
             id=self._id_of(entity),
@@ -155,13 +148,14 @@ class Store:
             service.get_table_client(COLLECTIONS_TABLE), _collection_id, "job collection"
         )
         self._jobs = _Documents(service.get_table_client(JOBS_TABLE), _job_id, "job")
+        self._history = service.get_table_client(HISTORY_TABLE)
 
     @classmethod
     def from_connection_string(cls, connection_string: str) -> Store:
         return cls(TableServiceClient.from_connection_string(connection_string))
 
     def create_tables(self) -> None:
-        for name in (COLLECTIONS_TABLE, JOBS_TABLE):
+        for name in (COLLECTIONS_TABLE, JOBS_TABLE, HISTORY_TABLE):
             with contextlib.suppress(ResourceExistsError):
                 self._service.create_table(name)
 
@@ -199,14 +193,17 @@ class Store:
         )  # fmt: skip
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
-        """Delete a collection and every job in it."""
+        """Delete a collection, every job in it and their history."""
         deleted = self._collections.delete(collection.partition, collection.row, preconditions)
+        for job in self.jobs(collection):
+            self._delete_history(job.id)
         partition = collection.jobs_partition
-        self._jobs.submit(
-            ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
-            for entity in self._jobs.table.query_entities(
-                "PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"]
-            )
+        _submit(
+            self._jobs.table,
+            (
+                ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
+                for entity in _keys(self._jobs.table, partition)
+            ),
         )
         return deleted
 
@@ -225,11 +222,7 @@ class Store:
         )
 
     def count_jobs(self, collection: CollectionId) -> int:
-        partition = collection.jobs_partition
-        found = self._jobs.table.query_entities(
-            "PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"]
-        )
-        return sum(1 for _ in found)
+        return sum(1 for _ in _keys(self._jobs.table, collection.jobs_partition))
 
     def save_job(
         self, job: JobId, document: dict[str, Any], preconditions: Preconditions
@@ -248,27 +241,58 @@ class Store:
         )  # fmt: skip
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
-        return self._jobs.delete(job.partition, job.row, preconditions)
+        """Delete a job and its history."""
+        deleted = self._jobs.delete(job.partition, job.row, preconditions)
+        if deleted:
+            self._delete_history(job)
+        return deleted
+
+    # --- history --------------------------------------------------------------------------
+
+    def add_history(self, job: JobId, entry: dict[str, Any], at: datetime) -> str:
+        """Record one execution attempt; returns its id. `at` orders it (newest first)."""
+        ticks = int(at.timestamp() * 10_000_000)
+        row = f"{_LATEST_TICKS - ticks:020d}-{uuid.uuid4().hex[:8]}"
+        self._history.create_entity(
+            {"PartitionKey": _history_partition(job), "RowKey": row,
+             "Status": entry["status"], "Document": _json(entry)}
+        )  # fmt: skip
+        return row
+
+    def history(self, job: JobId, status: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """A job's history, newest first, as (id, entry); optionally only one status."""
+        query, parameters = "PartitionKey eq @pk", {"pk": _history_partition(job)}
+        if status is not None:
+            query += " and Status eq @status"
+            parameters["status"] = status
+        found = self._history.query_entities(query, parameters=parameters)
+        return [(entity["RowKey"], json.loads(entity["Document"])) for entity in found]
+
+    def _delete_history(self, job: JobId) -> None:
+        partition = _history_partition(job)
+        _submit(
+            self._history,
+            (
+                ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
+                for entity in _keys(self._history, partition)
+            ),
+        )
 
     def replace_jobs(self, jobs: Iterable[Stored[JobId]]) -> None:
         """Write back changed documents of one collection's jobs, as batches."""
-        self._jobs.submit(
-            (
-                "update",
-                {
-                    "PartitionKey": stored.id.partition,
-                    "RowKey": stored.id.row,
-                    "State": stored.document["definition"]["state"],
-                    "Document": _json(stored.document),
-                },
-                {
-                    "mode": UpdateMode.MERGE,
-                    "etag": stored.etag,
-                    "match_condition": MatchConditions.IfNotModified,
-                },
-            )
-            for stored in jobs
-        )
+        _submit(self._jobs.table, (_replacement(stored) for stored in jobs))
+
+
+def _replacement(stored: Stored[JobId]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
+    entity = {
+        "PartitionKey": stored.id.partition,
+        "RowKey": stored.id.row,
+        "State": stored.document["definition"]["state"],
+        "Document": _json(stored.document),
+    }
+    condition = {"etag": stored.etag, "match_condition": MatchConditions.IfNotModified}
+    return "update", entity, {"mode": UpdateMode.MERGE, **condition}
 
 
 def _collection_id(entity: Any) -> CollectionId:
@@ -278,6 +302,29 @@ def _collection_id(entity: Any) -> CollectionId:
 def _job_id(entity: Any) -> JobId:
     collection = CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
     return JobId(collection, entity["Name"])
+
+
+def _submit(table: TableClient, operations: Iterable[tuple[Any, ...]]) -> None:
+    """Run operations on one partition, in batches of at most 100 (Azure's limit)."""
+    batch: list[Any] = []
+    for operation in operations:
+        batch.append(operation)
+        if len(batch) == LARGEST_BATCH:
+            table.submit_transaction(batch)
+            batch = []
+    if batch:
+        table.submit_transaction(batch)
+
+
+def _keys(table: TableClient, partition: str) -> Iterator[Any]:
+    """The row keys of one partition, and nothing else of its rows."""
+    return iter(
+        table.query_entities("PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"])
+    )
+
+
+def _history_partition(job: JobId) -> str:
+    return f"{job.partition}:{job.row}"
 
 
 def _json(document: dict[str, Any]) -> str:

@@ -387,7 +387,7 @@ def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) 
     ("query", "message"),
     [({"$top": "0"}, "$top: 0 is out of range: 1..100"), ({"$top": "101"}, "$top: 101 is out of range"),
      ({"$skip": "-1"}, "$skip: -1 is out of range"), ({"$top": "ten"}, "$top: 'ten' is not a whole number"),
-     ({"$filter": "name eq 'x'"}, "$filter: 'name eq 'x'' is not supported")],
+     ({"$filter": "name eq 'x'"}, "$filter: 'name eq 'x'' is not supported; use state eq '<one of Enabled, Disabled, Completed, Faulted>'")],
 )  # fmt: skip
 def test_bad_list_parameters_are_400(api: httpx.Client, collection: str, query: dict[str, str], message: str) -> None:
     response = api.get(f"{collection_path(collection)}/jobs", params=query)
