@@ -10,7 +10,14 @@ import httpx
 from shared.resources import CollectionId, JobId
 from shared.store import Store
 from tests.conftest import Service
-from tests.test_api_jobs import SUBSCRIPTION, collection_path, http_job, job_path, new_collection, put_job
+from tests.test_api_jobs import (
+    SUBSCRIPTION,
+    collection_path,
+    http_job,
+    job_path,
+    new_collection,
+    put_job,
+)
 
 
 def entry(status: str, expected: datetime, retry: int = 0) -> dict[str, object]:

@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.pipeline.policies import HeadersPolicy
-from azure.mgmt.scheduler import SchedulerManagementClient
-from azure.mgmt.scheduler import models
+from azure.mgmt.scheduler import SchedulerManagementClient, models
 
 from shared.resources import CollectionId, JobId
 from shared.store import Store
