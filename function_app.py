@@ -1,7 +1,10 @@
 """The Azure Functions entry point: it declares the functions and hands each to `shared/`."""
 
+import json
+
 import azure.functions as func
 
+from shared import openapi
 from shared.arm import serve
 from shared.routes import ROUTES, Route
 
@@ -17,3 +20,8 @@ def _register(route: Route) -> None:
 
 for _route in ROUTES:
     _register(_route)
+
+
+@app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps(openapi.document()), mimetype="application/json")

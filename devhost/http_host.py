@@ -97,10 +97,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: FunctionsHttpServer
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:
-        self._dispatch()
-
-    do_PUT = do_POST = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+    def __getattr__(self, name: str) -> Any:
+        # Every method goes to routing, as in the Functions host: one no route takes is a 404,
+        # never the 501 that http.server gives methods it has no do_<METHOD> for.
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)

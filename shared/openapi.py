@@ -1,0 +1,160 @@
+"""The service's own OpenAPI document: the 2016-03-01 operations plus our extensions.
+
+It is built from what the code really uses, the route table and the wire models, so it cannot
+drift from them. Served at `/openapi.json`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+
+from shared.arm import SUPPORTED_API_VERSIONS
+from shared.collections import CollectionBody
+from shared.jobs import JobBody
+from shared.routes import ROUTES, Route
+
+_REF = "#/components/schemas/{model}"
+_ERRORS = {
+    "400": "The request is invalid: the message names every field that is wrong and why.",
+    "404": "The collection or job does not exist.",
+    "409": "A quota would be exceeded, the job is in a final state, or a concurrent change won.",
+    "412": "If-Match or If-None-Match did not hold.",
+    "415": "The body is not JSON.",
+}
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the management API."""
+    schemas = _schemas()
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        paths.setdefault("/" + route.template, {})[route.method.lower()] = _operation(route)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Azure Scheduler, re-implemented: management API",
+            "version": SUPPORTED_API_VERSIONS[0],
+            "description": (
+                "The Microsoft.Scheduler API (api-version 2016-03-01) on Azure Functions, with "
+                "two extensions: nextOccurrences of a job and previewOccurrences of a job body."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"}
+            },
+        },
+        "security": [{"functionKey": []}],
+    }
+
+
+def _schemas() -> dict[str, Any]:
+    _, definitions = models_json_schema(
+        [(CollectionBody, "validation"), (JobBody, "validation")], ref_template=_REF
+    )
+    schemas = dict(definitions["$defs"])
+    resource_list = {
+        "type": "object",
+        "required": ["value"],
+        "properties": {"value": {"type": "array"}, "nextLink": {"type": "string"}},
+    }
+    schemas["CollectionList"] = _list_of("CollectionBody", resource_list)
+    schemas["JobList"] = _list_of("JobBody", resource_list)
+    schemas["HistoryList"] = resource_list
+    instants = {"type": "array", "items": {"type": "string", "format": "date-time"}}
+    schemas["Occurrences"] = {
+        "type": "object",
+        "required": ["value"],
+        "properties": {"value": instants},
+    }
+    text = {"type": "string"}
+    error = {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {"code": text, "message": text},
+    }
+    schemas["Error"] = {"type": "object", "required": ["error"], "properties": {"error": error}}
+    return schemas
+
+
+def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:
+    listed = {**base["properties"], "value": {"type": "array", "items": _ref(model)}}
+    return {**base, "properties": listed}
+
+
+def _operation(route: Route) -> dict[str, Any]:
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in re.findall(r"\{(\w+)\}", route.template)
+    ]
+    api_version = {"type": "string", "enum": list(SUPPORTED_API_VERSIONS)}
+    parameters.append(_query("api-version", api_version) | {"required": True})
+    responses: dict[str, Any] = {
+        code: {"description": text, "content": _json_body("Error")}
+        for code, text in _ERRORS.items()
+    }
+    body, success = _shape(route)
+    if route.name in {"list_jobs", "list_job_history"}:
+        parameters += [
+            _query("$top", {"type": "integer", "minimum": 1, "maximum": 100}),
+            _query("$skip", {"type": "integer", "minimum": 0}),
+            _query("$filter", {"type": "string"}),
+        ]
+    if route.name in {"next_occurrences", "preview_occurrences"}:
+        parameters.append(_query("count", {"type": "integer", "minimum": 1, "maximum": 100}))
+    responses["401"] = {"description": "No function key, or a wrong one; the body is empty."}
+    for status, model in success.items():
+        content = {"content": _json_body(model)} if model else {}
+        responses[status] = {"description": "Success", **content}
+    operation: dict[str, Any] = {
+        "operationId": route.name,
+        "parameters": parameters,
+        "responses": responses,
+    }
+    if body:
+        operation["requestBody"] = {"required": True, "content": _json_body(body)}
+    return operation
+
+
+def _ref(model: str) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model)}
+
+
+def _json_body(model: str) -> dict[str, Any]:
+    return {"application/json": {"schema": _ref(model)}}
+
+
+def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "schema": schema}
+
+
+def _shape(route: Route) -> tuple[str | None, dict[str, str | None]]:
+    """The request body's schema, and the schema of each success status."""
+    collection = "CollectionBody"
+    shapes: dict[str, tuple[str | None, dict[str, str | None]]] = {
+        "list_job_collections_in_subscription": (None, {"200": "CollectionList"}),
+        "list_job_collections": (None, {"200": "CollectionList"}),
+        "get_job_collection": (None, {"200": "CollectionBody"}),
+        "put_job_collection": (collection, {"200": collection, "201": collection}),
+        "patch_job_collection": ("CollectionBody", {"200": "CollectionBody"}),
+        "delete_job_collection": (None, {"200": None, "204": None}),
+        "enable_job_collection": (None, {"200": None}),
+        "disable_job_collection": (None, {"200": None}),
+        "preview_occurrences": ("JobBody", {"200": "Occurrences"}),
+        "list_jobs": (None, {"200": "JobList"}),
+        "get_job": (None, {"200": "JobBody"}),
+        "put_job": ("JobBody", {"200": "JobBody", "201": "JobBody"}),
+        "patch_job": ("JobBody", {"200": "JobBody"}),
+        "delete_job": (None, {"200": None, "204": None}),
+        "run_job": (None, {"200": None}),
+        "list_job_history": (None, {"200": "HistoryList"}),
+        "next_occurrences": (None, {"200": "Occurrences"}),
+    }
+    return shapes[route.name]
