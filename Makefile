@@ -30,6 +30,7 @@ test: $(PYDEPS) $(NODEDEPS)
 ## bench: the benchmarks of bench/, results printed and written to bench/results/
 bench: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
+	$(BIN)/python -m bench.api
 
 lint: $(PYDEPS)
 	$(BIN)/ruff check .

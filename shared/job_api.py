@@ -18,11 +18,11 @@ from shared.collection_api import collection_id, existing_collection
 from shared.collections import Quota, SkuName
 from shared.errors import Conflict, InvalidRequest, NotFound, field_errors
 from shared.job_documents import fresh_status, occurrences_of, public_properties, stored_definition
-from shared.job_rules import definition_problems, quota_conflict
+from shared.job_rules import definition_problems, recurrence_conflict
 from shared.jobs import FINAL_STATES, HistoryStatus, JobBody, JobProperties, JobState
 from shared.resources import HISTORY_TYPE, JOB_TYPE, CollectionId, JobId
 from shared.runtime import enqueue_execution, now, store
-from shared.store import Stored
+from shared.store import JobSlot, QuotaExceeded, Stored
 from shared.wire import WireEnum, iso, merge_patch, parse_iso
 
 LARGEST_PAGE = 100
@@ -42,7 +42,10 @@ def put_job(request: ApiRequest) -> ApiResponse:
 
 def patch_job(request: ApiRequest) -> ApiResponse:
     job = _job_id(request)
-    current = _existing_job(job)
+    slot = store().job_slot(job)
+    current = slot.current
+    if current is None:
+        raise NotFound("job", job.arm_name)
     request.preconditions.check(current)
     patch = request.json_body()
     if not isinstance(patch, dict):
@@ -52,7 +55,7 @@ def patch_job(request: ApiRequest) -> ApiResponse:
         merged = JobBody.model_validate(merge_patch(stored_body, patch))
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
-    return _save(current.id, merged.properties, request, current=current)
+    return _save(current.id, merged.properties, request, slot)
 
 
 def delete_job(request: ApiRequest) -> ApiResponse:
@@ -136,10 +139,7 @@ def preview_occurrences(request: ApiRequest) -> ApiResponse:
 
 
 def _save(
-    job: JobId,
-    properties: JobProperties,
-    request: ApiRequest,
-    current: Stored[JobId] | None = None,
+    job: JobId, properties: JobProperties, request: ApiRequest, slot: JobSlot | None = None
 ) -> ApiResponse:
     collection = existing_collection(job.collection)
     sku = SkuName(collection.document["properties"]["sku"]["name"])
@@ -147,7 +147,8 @@ def _save(
     problems = definition_problems(properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
-    current = current or store().job(job)
+    slot = slot or store().job_slot(job)
+    current = slot.current
     if current is not None and current.document["definition"]["state"] in _FINAL:
         raise Conflict(
             f"The job '{job.name}' is {current.document['definition']['state']}, a final state: "
@@ -155,10 +156,7 @@ def _save(
         )
     definition = stored_definition(properties, sku=sku)
     quota = Quota.model_validate(collection.document["properties"]["quota"])
-    jobs_in_collection = store().count_jobs(collection.id) if current is None else 0
-    conflict = quota_conflict(
-        occurrences_of(definition, defined_at), quota, jobs_in_collection, is_new=current is None
-    )
+    conflict = recurrence_conflict(occurrences_of(definition, defined_at), quota)
     if conflict:
         raise Conflict(conflict)
     document = {
@@ -166,7 +164,15 @@ def _save(
         "status": _status_after_change(definition, defined_at, current),
         "definedAt": iso(defined_at),
     }
-    stored, created = store().save_job(job, document, request.preconditions)
+    try:
+        stored, created = store().save_job(
+            job, document, request.preconditions, slot, max_jobs=quota.max_job_count
+        )
+    except QuotaExceeded as full:
+        raise Conflict(
+            f"The job collection already holds {full.jobs} jobs, its quota maxJobCount; "
+            "delete a job or raise the quota."
+        ) from None
     return _job_response(201 if created else 200, stored)
 
 

@@ -1,7 +1,8 @@
 """The rules a job definition obeys beyond the shape of each value (SPEC.md section 2).
 
 `definition_problems` lists what is invalid (a 400, every problem named by its field);
-`quota_conflict` says which quota of the collection a job would exceed (a 409).
+`recurrence_conflict` says when a job recurs more often than its collection's quota (a 409);
+the job-count quota is kept by the store, in the same transaction that adds a job.
 """
 
 from __future__ import annotations
@@ -70,24 +71,20 @@ def definition_problems(
     return problems
 
 
-def quota_conflict(
-    occurrences: Occurrences, quota: Quota, jobs_in_collection: int, is_new: bool
-) -> str | None:
-    """Why the job does not fit the collection's quota, or None when it does."""
-    if is_new and quota.max_job_count is not None and jobs_in_collection >= quota.max_job_count:
-        return (
-            f"The job collection already holds {jobs_in_collection} jobs, its quota maxJobCount; "
-            "delete a job or raise the quota."
-        )
-    if quota.max_recurrence is not None:
-        gap = occurrences.shortest_gap()
-        allowed = span_of(quota.max_recurrence)
-        if gap is not None and gap < allowed:
-            return (
-                f"The job would run every {_spoken(gap)} at its most frequent, more often than the "
-                f"job collection's quota maxRecurrence allows (once every {_spoken(allowed)})."
-            )
-    return None
+def recurrence_conflict(occurrences: Occurrences, quota: Quota) -> str | None:
+    """Why the job recurs more often than the collection's quota allows, or None."""
+    if quota.max_recurrence is None:
+        return None
+    allowed = span_of(quota.max_recurrence)
+    if allowed <= timedelta(minutes=1):
+        return None  # no grid runs more often than once a minute
+    gap = occurrences.shortest_gap()
+    if gap is None or gap >= allowed:
+        return None
+    return (
+        f"The job would run every {_spoken(gap)} at its most frequent, more often than the "
+        f"job collection's quota maxRecurrence allows (once every {_spoken(allowed)})."
+    )
 
 
 def span_of(recurrence: MaxRecurrence) -> timedelta:

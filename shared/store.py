@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +25,7 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableClient, TableServiceClient, UpdateMode
+from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
 from shared.errors import Conflict, PreconditionFailed
 from shared.resources import CollectionId, JobId, table_key
@@ -30,9 +33,20 @@ from shared.resources import CollectionId, JobId, table_key
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
 HISTORY_TABLE = "jobhistory"
+# Each collection's jobs partition also holds its job count, in a few counter rows (shards), so
+# that creating or deleting a job and counting it are one transaction, and concurrent creators
+# seldom contend for the same row. Their keys sort before every job name (names start with a
+# letter or digit), so listings skip them by key range.
+COUNTER_SHARDS = 8
+COUNTER_PREFIX = "!count-"
+_AFTER_COUNTERS = "!count."  # "." sorts right after "-"
 _LATEST_TICKS = 10**19  # history rows sort newest first: their keys count down from here
 LARGEST_BATCH = 100
 _WRITE_ATTEMPTS = 3  # a write that loses a race to another writer reads again and retries
+# Creating or deleting a job also moves the collection's counter, which every concurrent
+# creator in that collection contends for; each round lets at least one through.
+_COUNTED_WRITE_ATTEMPTS = 64
+_BACKOFF_S = 0.004
 
 Id = TypeVar("Id", CollectionId, JobId)
 
@@ -44,6 +58,24 @@ class Stored(Generic[Id]):
     id: Id
     document: dict[str, Any]
     etag: str
+
+
+class QuotaExceeded(Exception):
+    def __init__(self, jobs: int) -> None:
+        super().__init__(f"the collection holds {jobs} jobs")
+        self.jobs = jobs
+
+
+@dataclass(frozen=True)
+class JobSlot:
+    """A job's place in its collection as read for a write: the job (if any) and the job count."""
+
+    current: Stored[JobId] | None
+    shards: dict[str, tuple[int, str]]  # counter row -> (jobs, etag); absent rows count 0
+
+    @property
+    def jobs_in_collection(self) -> int:
+        return sum(jobs for jobs, _ in self.shards.values())
 
 
 @dataclass(frozen=True)
@@ -70,13 +102,13 @@ class _Documents(Generic[Id]):
 
     def get(self, partition: str, row: str) -> Stored[Id] | None:
         try:
-            return self._stored(self.table.get_entity(partition, row))
+            return self.from_entity(self.table.get_entity(partition, row))
         except ResourceNotFoundError:
             return None
 
     def query(self, query: str, **parameters: str) -> Iterator[Stored[Id]]:
         for entity in self.table.query_entities(query, parameters=parameters):
-            yield self._stored(entity)
+            yield self.from_entity(entity)
 
     def save(
         self,
@@ -99,7 +131,7 @@ class _Documents(Generic[Id]):
                 current_entity = self.table.get_entity(partition, row)
             except ResourceNotFoundError:
                 current_entity = None
-            current = self._stored(current_entity) if current_entity is not None else None
+            current = self.from_entity(current_entity) if current_entity is not None else None
             preconditions.check(current)
             try:
                 if current_entity is None:
@@ -114,7 +146,7 @@ class _Documents(Generic[Id]):
                     )
             except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
                 continue
-            return self._stored(entity, metadata["etag"]), current is None
+            return self.from_entity(entity, metadata["etag"]), current is None
         raise Conflict(f"The {self._kind} is being changed by another request; try again.")
 
     def delete(self, partition: str, row: str, preconditions: Preconditions) -> bool:
@@ -133,7 +165,7 @@ class _Documents(Generic[Id]):
             ) from None
         return True
 
-    def _stored(self, entity: Any, etag: str | None = None) -> Stored[Id]:
+    def from_entity(self, entity: Any, etag: str | None = None) -> Stored[Id]:
         return Stored(
             id=self._id_of(entity),
             document=json.loads(entity["Document"]),
@@ -214,38 +246,103 @@ class Store:
 
     def jobs(self, collection: CollectionId, state: str | None = None) -> list[Stored[JobId]]:
         """The jobs of a collection in name order, optionally only those in one state."""
-        partition = collection.jobs_partition
-        if state is None:
-            return list(self._jobs.query("PartitionKey eq @pk", pk=partition))
-        return list(
-            self._jobs.query("PartitionKey eq @pk and State eq @state", pk=partition, state=state)
-        )
+        query = "PartitionKey eq @pk and RowKey gt @counters"
+        parameters = {"pk": collection.jobs_partition, "counters": _AFTER_COUNTERS}
+        if state is not None:
+            query += " and State eq @state"
+            parameters["state"] = state
+        return list(self._jobs.query(query, **parameters))
 
-    def count_jobs(self, collection: CollectionId) -> int:
-        return sum(1 for _ in _keys(self._jobs.table, collection.jobs_partition))
+    def job_slot(self, job: JobId) -> JobSlot:
+        """The job and its collection's job count, in one query."""
+        entities = self._jobs.table.query_entities(
+            # The SDK finds @parameters by splitting on spaces: keep them clear of parentheses.
+            "PartitionKey eq @pk and ( RowKey eq @row or "
+            "( RowKey ge @first and RowKey lt @after ) )",
+            parameters={
+                "pk": job.partition,
+                "row": job.row,
+                "first": COUNTER_PREFIX,
+                "after": _AFTER_COUNTERS,
+            },
+        )
+        current, shards = None, {}
+        for entity in entities:
+            if entity["RowKey"].startswith(COUNTER_PREFIX):
+                shards[entity["RowKey"]] = (int(entity["Jobs"]), entity.metadata["etag"])
+            else:
+                current = self._jobs.from_entity(entity)
+        return JobSlot(current, shards)
 
     def save_job(
-        self, job: JobId, document: dict[str, Any], preconditions: Preconditions
+        self,
+        job: JobId,
+        document: dict[str, Any],
+        preconditions: Preconditions,
+        slot: JobSlot,
+        max_jobs: int | None = None,
     ) -> tuple[Stored[JobId], bool]:
-        columns = {
-            "Subscription": job.collection.subscription,
-            "ResourceGroup": job.collection.resource_group,
-            "Collection": job.collection.name,
-            "Name": job.name,
-            "State": document["definition"]["state"],
-        }
-        return self._jobs.save(
-            partition=job.partition, row=job.row, columns=columns,
-            document=document, preconditions=preconditions,
-            keep_from_current=("Subscription", "ResourceGroup", "Collection", "Name"),
-        )  # fmt: skip
+        """Create or replace a job; a new one counts against `max_jobs` (QuotaExceeded).
+
+        `slot` is what the caller read with `job_slot`; if another writer got there first, the
+        slot is read again and the write retried.
+        """
+        for attempt in range(_COUNTED_WRITE_ATTEMPTS):
+            if attempt:
+                _back_off(attempt)
+                slot = self.job_slot(job)
+            preconditions.check(slot.current)
+            entity = _job_entity(job, document, slot.current)
+            try:
+                if slot.current is not None:
+                    metadata = self._jobs.table.update_entity(
+                        entity, mode=UpdateMode.REPLACE, **_unchanged_since(slot.current.etag)
+                    )
+                    return self._jobs.from_entity(entity, metadata["etag"]), False
+                if max_jobs is not None and slot.jobs_in_collection >= max_jobs:
+                    raise QuotaExceeded(slot.jobs_in_collection)
+                results = self._jobs.table.submit_transaction(
+                    [("create", entity), _count_change(job, slot, +1)]
+                )
+            except (ResourceModifiedError, ResourceNotFoundError, TableTransactionError):
+                continue
+            created = self._jobs.from_entity(entity, results[0]["etag"])
+            if max_jobs is not None:
+                self._undo_if_over(job, max_jobs)
+            return created, True
+        raise Conflict("The job is being changed by another request; try again.")
+
+    def _undo_if_over(self, job: JobId, max_jobs: int) -> None:
+        """Creators racing for the last places can all get in: then each takes itself back out.
+
+        (Several may; the quota is never left exceeded, and a refused client can try again.)
+        """
+        slot = self.job_slot(job)
+        if slot.jobs_in_collection > max_jobs:
+            self.delete_job(job, Preconditions())
+            raise QuotaExceeded(slot.jobs_in_collection - 1)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job and its history."""
-        deleted = self._jobs.delete(job.partition, job.row, preconditions)
-        if deleted:
+        for attempt in range(_COUNTED_WRITE_ATTEMPTS):
+            if attempt:
+                _back_off(attempt)
+            slot = self.job_slot(job)
+            preconditions.check(slot.current)
+            if slot.current is None:
+                return False
+            try:
+                self._jobs.table.submit_transaction(
+                    [
+                        ("delete", _keys_of(slot.current), _unchanged_since(slot.current.etag)),
+                        _count_change(job, slot, -1),
+                    ]
+                )
+            except TableTransactionError:
+                continue
             self._delete_history(job)
-        return deleted
+            return True
+        raise Conflict("The job changed while it was being deleted; try again.")
 
     # --- history --------------------------------------------------------------------------
 
@@ -291,8 +388,54 @@ def _replacement(stored: Stored[JobId]) -> tuple[str, dict[str, Any], dict[str, 
         "State": stored.document["definition"]["state"],
         "Document": _json(stored.document),
     }
-    condition = {"etag": stored.etag, "match_condition": MatchConditions.IfNotModified}
-    return "update", entity, {"mode": UpdateMode.MERGE, **condition}
+    return "update", entity, {"mode": UpdateMode.MERGE, **_unchanged_since(stored.etag)}
+
+
+def _job_entity(
+    job: JobId, document: dict[str, Any], current: Stored[JobId] | None
+) -> dict[str, Any]:
+    # A replaced job keeps the names' case from when it was created.
+    names = current.id if current is not None else job
+    return {
+        "PartitionKey": job.partition,
+        "RowKey": job.row,
+        "Subscription": names.collection.subscription,
+        "ResourceGroup": names.collection.resource_group,
+        "Collection": names.collection.name,
+        "Name": names.name,
+        "State": document["definition"]["state"],
+        "Document": _json(document),
+    }
+
+
+def _count_change(job: JobId, slot: JobSlot, change: int) -> tuple[Any, ...]:
+    """The batch operation that moves the collection's job count by `change`.
+
+    A job is counted in the shard its name picks; a deletion takes from that shard, or from any
+    shard that still counts something (jobs made before a shard filled up elsewhere).
+    """
+    own = f"{COUNTER_PREFIX}{zlib.crc32(job.row.encode()) % COUNTER_SHARDS}"
+    row = own
+    if change < 0 and slot.shards.get(own, (0, ""))[0] <= 0:
+        row = next((name for name, (jobs, _) in slot.shards.items() if jobs > 0), own)
+    jobs, etag = slot.shards.get(row, (0, None))
+    counter = {"PartitionKey": job.partition, "RowKey": row, "Jobs": max(jobs + change, 0)}
+    if etag is None:
+        return ("create", counter)
+    return ("update", counter, {"mode": UpdateMode.REPLACE, **_unchanged_since(etag)})
+
+
+def _back_off(attempt: int) -> None:
+    """A short random pause, so that writers who collided do not collide again in step."""
+    time.sleep(random.uniform(0, _BACKOFF_S * min(attempt, 8)))
+
+
+def _unchanged_since(etag: str) -> dict[str, Any]:
+    return {"etag": etag, "match_condition": MatchConditions.IfNotModified}
+
+
+def _keys_of(stored: Stored[JobId]) -> dict[str, str]:
+    return {"PartitionKey": stored.id.partition, "RowKey": stored.id.row}
 
 
 def _collection_id(entity: Any) -> CollectionId:

@@ -272,13 +272,18 @@ def test_free_collections_need_retry_intervals_of_an_hour(api: httpx.Client) -> 
 # --- quotas and final states ------------------------------------------------------------------
 
 
-def test_free_collections_hold_five_jobs(api: httpx.Client) -> None:
+def test_free_collections_hold_five_jobs_and_a_deleted_job_frees_its_place(api: httpx.Client) -> None:
     collection = new_collection(api, sku="Free")
-    for _ in range(5):
-        assert put_job(api, collection, http_job()).status_code == 201
+    names = [unique("j") for _ in range(5)]
+    for name in names:
+        assert put_job(api, collection, http_job(), name=name).status_code == 201
     sixth = put_job(api, collection, http_job())
     assert sixth.status_code == 409
     assert "already holds 5 jobs, its quota maxJobCount" in sixth.json()["error"]["message"]
+    assert put_job(api, collection, http_job(), name=names[0]).status_code == 200  # replacing
+    assert api.delete(job_path(collection, names[0])).status_code == 200
+    assert put_job(api, collection, http_job()).status_code == 201
+    assert put_job(api, collection, http_job()).status_code == 409
 
 
 def test_a_collection_quota_overrides_the_job_count(api: httpx.Client) -> None:
@@ -312,10 +317,10 @@ def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str
     # The executor sets final states; here the store is written as it will write it.
     store = Store.from_connection_string(service.storage)
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
-    stored = store.job(job)
-    assert stored is not None
-    document = stored.document | {"definition": stored.document["definition"] | {"state": "Completed"}}
-    store.save_job(job, document, Preconditions())
+    slot = store.job_slot(job)
+    assert slot.current is not None
+    document = slot.current.document | {"definition": slot.current.document["definition"] | {"state": "Completed"}}
+    store.save_job(job, document, Preconditions(), slot)
     for attempt in (api.put(job_path(collection, name), json=http_job()),
                     api.patch(job_path(collection, name), json={"properties": {"state": "Enabled"}})):  # fmt: skip
         assert attempt.status_code == 409

@@ -1,0 +1,74 @@
+"""The store under concurrency, on Azurite: the job count stays exact and quotas are never exceeded."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from shared.resources import CollectionId, JobId
+from shared.store import Preconditions, QuotaExceeded, Store
+
+WRITERS = 8
+DOCUMENT = {"definition": {"state": "Enabled"}, "status": {}, "definedAt": "2026-11-22T00:00:00Z"}
+
+
+@pytest.fixture(scope="module")
+def store(storage: str) -> Store:
+    connected = Store.from_connection_string(storage)
+    connected.create_tables()
+    return connected
+
+
+def in_parallel(work: Callable[[int], None]) -> None:
+    threads = [threading.Thread(target=work, args=(writer,)) for writer in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+
+def create(store: Store, job: JobId, max_jobs: int | None = None) -> None:
+    store.save_job(job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=max_jobs)
+
+
+def test_concurrent_creators_never_exceed_the_quota(store: Store) -> None:
+    collection = CollectionId("store-tests", "rg", f"tight-{uuid.uuid4().hex[:6]}")
+    refused: list[int] = []
+
+    def creator(writer: int) -> None:
+        for n in range(6):
+            try:
+                create(store, JobId(collection, f"job-{writer}-{n}"), max_jobs=20)
+            except QuotaExceeded:
+                refused.append(1)
+
+    in_parallel(creator)
+    stored = len(store.jobs(collection))
+    # Creators racing for the last places may all take themselves back out: never over the
+    # quota, and at most one refused too many per writer.
+    assert 20 - WRITERS <= stored <= 20
+    assert store.job_slot(JobId(collection, "any")).jobs_in_collection == stored
+    assert len(refused) == WRITERS * 6 - stored
+    # Alone, a creator fills the collection to exactly its quota.
+    for n in range(20 - stored):
+        create(store, JobId(collection, f"later-{n}"), max_jobs=20)
+    with pytest.raises(QuotaExceeded):
+        create(store, JobId(collection, "one-too-many"), max_jobs=20)
+    assert len(store.jobs(collection)) == 20
+
+
+def test_the_count_stays_exact_through_concurrent_creates_and_deletes(store: Store) -> None:
+    collection = CollectionId("store-tests", "rg", f"busy-{uuid.uuid4().hex[:6]}")
+
+    def churn(writer: int) -> None:
+        for n in range(8):
+            create(store, JobId(collection, f"job-{writer}-{n}"))
+        for n in range(0, 8, 2):
+            assert store.delete_job(JobId(collection, f"job-{writer}-{n}"), Preconditions())
+
+    in_parallel(churn)
+    assert len(store.jobs(collection)) == WRITERS * 4
+    assert store.job_slot(JobId(collection, "any")).jobs_in_collection == WRITERS * 4
