@@ -26,6 +26,7 @@ from types import FrameType
 
 from devhost import azurite
 from devhost.http_host import FunctionsHttpServer, http_functions
+from devhost.triggers import triggers_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
@@ -78,15 +79,21 @@ def _run_own_host(port: int, key: str) -> int:
     sys.path.insert(0, str(ROOT))
     import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
 
-    host_settings = json.loads((ROOT / "host.json").read_text())
-    route_prefix = host_settings.get("extensions", {}).get("http", {}).get("routePrefix", "api")
+    extensions = json.loads((ROOT / "host.json").read_text()).get("extensions", {})
+    route_prefix = extensions.get("http", {}).get("routePrefix", "api")
+    functions = function_app.app.get_functions()  # the library allows one call per app
     server = FunctionsHttpServer(
-        ("127.0.0.1", port), http_functions(function_app.app, route_prefix), keys=[key]
+        ("127.0.0.1", port), http_functions(functions, route_prefix), keys=[key]
     )
-    stop = threading.Event()
+    runners = triggers_of(
+        functions, extensions.get("queues", {}), os.environ["AzureWebJobsStorage"]
+    )
+    for runner in runners:
+        threading.Thread(target=runner.run, name=type(runner).__name__, daemon=True).start()
 
     def shut_down(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        for runner in runners:
+            runner.stop()
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, shut_down)

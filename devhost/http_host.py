@@ -1,6 +1,7 @@
 """HTTP triggers served the way the Functions host serves them.
 
-Routes come from the app's own declarations (`app.get_functions()`), under host.json's
+Routes come from the app's own declarations (`app.get_functions()`, which may be called only
+once per app), under host.json's
 `extensions.http.routePrefix`; literal segments match in any case, as ASP.NET routing does.
 Functions with authLevel function or admin need a key, sent as the `x-functions-key` header or
 the `code` query parameter; a missing or wrong key is a 401 with no body.
@@ -38,10 +39,10 @@ class HttpFunction:
     call: Callable[..., Any]
 
 
-def http_functions(app: func.FunctionApp, route_prefix: str) -> list[HttpFunction]:
-    """The app's HTTP-triggered functions, most specific route first."""
+def http_functions(functions: list[Any], route_prefix: str) -> list[HttpFunction]:
+    """The HTTP-triggered ones of `app.get_functions()`, most specific route first."""
     found = []
-    for function in app.get_functions():
+    for function in functions:
         trigger = function.get_trigger().get_dict_repr()
         if trigger["type"] != "httpTrigger":
             continue

@@ -42,7 +42,7 @@ def small_app() -> func.FunctionApp:
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[httpx.Client]:
-    server = FunctionsHttpServer(("127.0.0.1", 0), http_functions(small_app(), "api"), keys=[KEY])
+    server = FunctionsHttpServer(("127.0.0.1", 0), http_functions(small_app().get_functions(), "api"), keys=[KEY])
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=5.0) as client:

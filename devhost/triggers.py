@@ -1,0 +1,249 @@
+"""Timer and queue triggers, run as the Functions host runs them.
+
+Timer: the 6-field NCRONTAB schedule (seconds first), `%SETTING%` read from the environment; one
+run at a time; a run that starts late (a previous run overran, or the host was down) gets
+isPastDue and the missed ticks are not made up.
+
+Queue (host.json `extensions.queues`): messages base64-decoded when messageEncoding says so;
+up to batchSize fetched at once and more fetched while no more than newBatchThreshold are still
+in flight; a message whose function fails becomes visible again after visibilityTimeout, and
+after maxDequeueCount failures moves to `<queue>-poison`; polling backs off from 100 ms up to
+maxPollingInterval while the queue is empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from azure.core.exceptions import ResourceExistsError
+from azure.functions.queue import QueueMessage
+from azure.functions.timer import TimerRequest
+from azure.storage.queue import QueueClient
+from azure.storage.queue import QueueMessage as StoredMessage
+from croniter import croniter
+
+log = logging.getLogger("devhost.triggers")
+PAST_DUE_AFTER = timedelta(seconds=1)
+FIRST_POLL_S = 0.1
+
+
+def triggers_of(functions: list[Any], queues: dict[str, Any], connection_string: str) -> list[Any]:
+    """A runner for each timer and queue function among `app.get_functions()`."""
+    settings = QueueSettings.from_host_json(queues)
+    found: list[Any] = []
+    for function in functions:
+        trigger = function.get_trigger().get_dict_repr()
+        call, argument = function.get_user_function(), trigger["name"]
+        if trigger["type"] == "timerTrigger":
+            found.append(
+                TimerTrigger(
+                    call,
+                    argument,
+                    trigger["schedule"],
+                    run_on_startup=bool(trigger.get("runOnStartup")),
+                )
+            )
+        elif trigger["type"] == "queueTrigger":
+            found.append(
+                QueueTrigger(call, argument, trigger["queueName"], connection_string, settings)
+            )
+    return found
+
+
+def resolve_setting(value: str, environment: dict[str, str] | None = None) -> str:
+    """`%NAME%` from the environment, as the host resolves binding expressions."""
+    environment = dict(os.environ) if environment is None else environment
+    match = re.fullmatch(r"%(\w+)%", value.strip())
+    if not match:
+        return value
+    if match.group(1) not in environment:
+        raise KeyError(f"setting {match.group(1)} is not defined")
+    return environment[match.group(1)]
+
+
+class TimerTrigger:
+    """Runs one timer function on its NCRONTAB schedule, one run at a time."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        argument: str,
+        schedule: str,
+        *,
+        run_on_startup: bool = False,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        wait: Callable[[float], bool] | None = None,
+    ) -> None:
+        self._function, self._argument, self._clock = function, argument, clock
+        self._schedule = resolve_setting(schedule)
+        croniter(self._schedule, second_at_beginning=True)  # fail now on a bad schedule
+        self._stop = threading.Event()
+        self._wait = wait or self._stop.wait
+        self._run_on_startup = run_on_startup
+
+    def next_after(self, moment: datetime) -> datetime:
+        return croniter(self._schedule, moment, second_at_beginning=True).get_next(datetime)
+
+    def run(self) -> None:
+        """Fire on schedule until stopped."""
+        if self._run_on_startup:
+            self._fire(scheduled=self._clock())
+        scheduled = self.next_after(self._clock())
+        while not self._stop.is_set():
+            delay = (scheduled - self._clock()).total_seconds()
+            if delay > 0 and self._wait(delay):
+                return  # stopped while waiting
+            if self._stop.is_set():
+                return
+            self._fire(scheduled)
+            # Ticks missed while this run went on are not made up: the next is after now.
+            scheduled = self.next_after(max(scheduled, self._clock()))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _fire(self, scheduled: datetime) -> None:
+        past_due = self._clock() - scheduled > PAST_DUE_AFTER
+        try:
+            self._function(**{self._argument: TimerRequest(past_due=past_due)})
+        except Exception:
+            # The host does not retry a failed timer run; the next tick comes as scheduled.
+            log.exception("timer function failed")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """host.json `extensions.queues`, with the Functions host's defaults."""
+
+    batch_size: int = 16
+    new_batch_threshold: int = 8
+    max_dequeue_count: int = 5
+    visibility_timeout: timedelta = timedelta(0)
+    max_polling_interval: timedelta = timedelta(minutes=1)
+    base64: bool = True
+    lease: timedelta = timedelta(minutes=10)  # how long a message stays hidden while it runs
+
+    @classmethod
+    def from_host_json(cls, queues: dict[str, Any]) -> QueueSettings:
+        def span(value: str | None, default: timedelta) -> timedelta:
+            if not value:
+                return default
+            hours, minutes, seconds = (float(part) for part in value.split(":"))
+            return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+        return cls(
+            batch_size=int(queues.get("batchSize", 16)),
+            new_batch_threshold=int(queues.get("newBatchThreshold", 8)),
+            max_dequeue_count=int(queues.get("maxDequeueCount", 5)),
+            visibility_timeout=span(queues.get("visibilityTimeout"), timedelta(0)),
+            max_polling_interval=span(queues.get("maxPollingInterval"), timedelta(minutes=1)),
+            base64=str(queues.get("messageEncoding", "base64")).lower() == "base64",
+        )
+
+
+class QueueTrigger:
+    """Runs one queue function on the messages of its queue."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        argument: str,
+        queue_name: str,
+        connection_string: str,
+        settings: QueueSettings,
+    ) -> None:
+        self._function, self._argument, self._settings = function, argument, settings
+        self._queue_name = resolve_setting(queue_name)
+        self._queue = QueueClient.from_connection_string(connection_string, self._queue_name)
+        self._poison = QueueClient.from_connection_string(
+            connection_string, f"{self._queue_name}-poison"
+        )
+        self._stop = threading.Event()
+        self._running = 0
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        """Poll and run until stopped."""
+        for queue in (self._queue, self._poison):
+            with contextlib.suppress(ResourceExistsError):
+                queue.create_queue()
+        pause = FIRST_POLL_S
+        limit = self._settings.max_polling_interval.total_seconds()
+        workers = self._settings.batch_size + self._settings.new_batch_threshold
+        with ThreadPoolExecutor(workers, thread_name_prefix=f"queue-{self._queue_name}") as pool:
+            while not self._stop.is_set():
+                with self._lock:
+                    room = self._running <= self._settings.new_batch_threshold
+                batch = self._receive() if room else []
+                for message in batch:
+                    with self._lock:
+                        self._running += 1
+                    pool.submit(self._handle, message)
+                if batch:
+                    pause = FIRST_POLL_S
+                    continue
+                self._stop.wait(pause if room else FIRST_POLL_S / 4)
+                pause = min(pause * 2, limit) if room else pause
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _receive(self) -> list[StoredMessage]:
+        try:
+            pages = self._queue.receive_messages(
+                messages_per_page=self._settings.batch_size,
+                visibility_timeout=int(self._settings.lease.total_seconds()),
+            )
+            return list(next(pages.by_page(), []))
+        except Exception:
+            log.exception("receiving from %s failed", self._queue_name)
+            return []
+
+    def _handle(self, stored: StoredMessage) -> None:
+        try:
+            message = QueueMessage(
+                id=stored.id,
+                body=self._body(stored.content),
+                dequeue_count=stored.dequeue_count,
+                insertion_time=stored.inserted_on,
+                expiration_time=stored.expires_on,
+                pop_receipt=stored.pop_receipt,
+            )
+            self._function(**{self._argument: message})
+        except Exception:
+            log.exception("queue function failed on message %s", stored.id)
+            self._failed(stored)
+        else:
+            self._queue.delete_message(stored)
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def _body(self, content: str) -> bytes:
+        if not self._settings.base64:
+            return content.encode()
+        try:
+            return base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("the message is not base64, as messageEncoding requires") from None
+
+    def _failed(self, stored: StoredMessage) -> None:
+        if (stored.dequeue_count or 0) >= self._settings.max_dequeue_count:
+            self._poison.send_message(stored.content)
+            self._queue.delete_message(stored)
+            log.warning("message %s moved to %s-poison", stored.id, self._queue_name)
+            return
+        self._queue.update_message(
+            stored, visibility_timeout=int(self._settings.visibility_timeout.total_seconds())
+        )
