@@ -51,6 +51,8 @@ class ApiRequest:
             return json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as bad:
             raise InvalidRequest.because("", f"the request body is not valid JSON: {bad}") from None
+        except RecursionError:
+            raise InvalidRequest.because("", "the request body is nested too deeply") from None
 
     def parsed_body(self, model: type[Body]) -> Body:
         """The body read into a wire model, or InvalidRequest listing every problem."""

@@ -31,11 +31,15 @@ def _read_duration(value: Any) -> timedelta:
             "'{value}' is not an ISO 8601 duration such as 'PT30S'",
             {"value": value[:40]},
         ) from None
-    if isinstance(duration, isodate.Duration):  # months or years: as Azure does, 30 and 365 days
-        duration = (
-            timedelta(days=30 * int(duration.months) + 365 * int(duration.years)) + duration.tdelta
-        )
-    return duration
+    if not isinstance(duration, isodate.Duration):
+        return duration
+    try:  # months or years: as Azure does, 30 and 365 days
+        days = 30 * int(duration.months) + 365 * int(duration.years)
+        return timedelta(days=days) + duration.tdelta
+    except OverflowError:
+        raise PydanticCustomError(
+            "iso_duration", "'{value}' is longer than any duration allowed", {"value": value[:40]}
+        ) from None
 
 
 Duration = Annotated[timedelta, BeforeValidator(_read_duration)]

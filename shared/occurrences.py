@@ -173,13 +173,16 @@ class _Grid:
 
     def search(self, instant: datetime, *, inclusive: bool) -> datetime | None:
         """The first grid instant after `instant` (or at it, if inclusive), unless past the end."""
-        for wall in self._walls_from(wall_time(instant, self.zone), inclusive):
-            candidate = instant_at(wall, self.zone)
-            # A repeated wall time maps to its first instant and skipped ones to the jump, so a
-            # wall time past `instant`'s can still name an instant at or before it.
-            if candidate < instant or (candidate == instant and not inclusive):
-                continue
-            return candidate if self.end is None or candidate <= self.end else None
+        try:
+            for wall in self._walls_from(wall_time(instant, self.zone), inclusive):
+                candidate = instant_at(wall, self.zone)
+                # A repeated wall time maps to its first instant and skipped ones to the jump, so
+                # a wall time past `instant`'s can still name an instant at or before it.
+                if candidate < instant or (candidate == instant and not inclusive):
+                    continue
+                return candidate if self.end is None or candidate <= self.end else None
+        except OverflowError:
+            pass  # the edge of the calendar (year 9999, in some zone): nothing comes after it
         return None
 
     def _walls_from(self, wall: datetime, inclusive: bool) -> Iterator[datetime]:

@@ -7,7 +7,7 @@ start may lie) and names the field each one concerns.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from dateutil.relativedelta import relativedelta
@@ -56,6 +56,9 @@ MAX_INTERVAL = {
 }
 
 LONGEST_WAIT_FOR_START = relativedelta(months=18)
+# Decision: a start before 1900 is refused; before time zones were standard, local mean times
+# can push a wall clock outside the calendar (a year-1 start in Kiritimati is year 0 there).
+EARLIEST_START = datetime(1900, 1, 1, tzinfo=UTC)
 
 # Whole JSON numbers only: `true` or "5" for a count is a client bug worth reporting.
 MinuteOfHour = Annotated[int, Strict(), Field(ge=0, le=59)]
@@ -131,6 +134,12 @@ def timing_problems(
 ) -> list[FieldError]:
     """Every rule that a job's startTime and recurrence break together, each naming its field."""
     problems = []
+    if start_time is not None and start_time < EARLIEST_START:
+        problems.append(
+            FieldError(
+                "startTime", f"{start_time.isoformat()} is before 1900, the earliest start allowed"
+            )
+        )
     if start_time is not None and start_time > now + LONGEST_WAIT_FOR_START:
         problems.append(
             FieldError(

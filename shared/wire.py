@@ -98,7 +98,14 @@ def _read_instant(value: Any) -> datetime:
     # The API's rule: a date-time without an offset is UTC.
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError(
+            "iso_datetime",
+            "'{value}' is outside the years 1 to 9999 in UTC",
+            {"value": str(value)[:64]},
+        ) from None
 
 
 Instant = Annotated[datetime, BeforeValidator(_read_instant)]

@@ -220,3 +220,14 @@ def test_a_schedule_that_never_meets_its_grid_has_no_occurrence() -> None:
         created="2026-02-01T00:00",
     )
     assert odd.first is None
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago", "UTC"])
+def test_the_edges_of_the_calendar_end_the_series_instead_of_failing(zone: str) -> None:
+    early = occurrences({"frequency": "minute", "interval": 7, "timeZone": zone}, start="1900-01-01T00:00", created="2026-06-01T09:00")
+    assert early.first is not None and early.first >= utc("2026-06-01T09:00")
+    # The next yearly tick after 9998-12-31 10:00 UTC is past year 9999 on Kiritimati's clock.
+    late = occurrences({"frequency": "year", "timeZone": zone}, start="9998-12-31T10:00", created="9998-12-31T00:00")
+    found = late.upcoming(3)
+    assert found[0] == utc("9998-12-31T10:00")
+    assert len(found) == (1 if zone == "Pacific/Kiritimati" else 2)

@@ -66,6 +66,8 @@ INVALID = [
     ({"frequency": "day", "endTime": "next tuesday"},
      "recurrence.endTime: 'next tuesday' is not an ISO 8601 date or date-time"),
     ({"frequency": "day", "endTime": 1767225600}, "recurrence.endTime: must be an ISO 8601 date-time string"),
+    ({"frequency": "day", "endTime": "9999-12-31T23:00:00-05:00"},
+     "recurrence.endTime: '9999-12-31T23:00:00-05:00' is outside the years 1 to 9999 in UTC"),
     ({"frequency": "day", "timeZone": "Mars/Olympus_Mons"},
      "recurrence.timeZone: 'Mars/Olympus_Mons' is not a known time zone; use an IANA name"),
     ({"frequency": "day", "intervall": 2}, "recurrence.intervall: is not a known property"),
@@ -97,6 +99,12 @@ def test_start_time_more_than_18_months_ahead_is_refused() -> None:
     with pytest.raises(InvalidRequest, match=r"startTime: 2027-12-01T09:00:01\+00:00 is more than 18 months away"):
         read_recurrence({"frequency": "day"}, start_time=utc("2027-12-01T09:00:01"), now=NOW)
     assert read_recurrence({"frequency": "day"}, start_time=utc("2027-12-01T09:00"), now=NOW)
+
+
+def test_start_time_before_1900_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="startTime: 0001-01-01T00:00:00\\+00:00 is before 1900"):
+        read_recurrence({"frequency": "day"}, start_time=utc("0001-01-01T00:00"), now=NOW)
+    assert read_recurrence({"frequency": "day"}, start_time=utc("1900-01-01T00:00"), now=NOW)
 
 
 def test_every_problem_is_reported_at_once() -> None:
