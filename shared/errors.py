@@ -65,13 +65,7 @@ def field_errors(error: ValidationError, *prefix: str | int) -> list[FieldError]
 
 def _translate(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterable[FieldError]:
     for detail in error.errors(include_url=False):
-        location = [part for part in detail["loc"] if not _is_union_branch(part)]
-        yield FieldError(field_path(*prefix, *location), _problem(detail))
-
-
-def _is_union_branch(part: str | int) -> bool:
-    # For a union, pydantic puts the branch it tried into the location ("list[int]", "str").
-    return isinstance(part, str) and ("[" in part or part in {"int", "str", "float", "bool"})
+        yield FieldError(field_path(*prefix, *detail["loc"]), _problem(detail))
 
 
 def _problem(detail: Any) -> str:
@@ -87,6 +81,8 @@ def _problem(detail: Any) -> str:
         return f"{sent} is too large: the most allowed is {context.get('le', context.get('lt'))}"
     if kind.startswith("int_"):
         return f"must be a whole number, not {sent}"
+    if kind == "string_type":
+        return f"must be a string, not {sent}"
     if kind == "enum":
         return f"{sent} is not one of {context['expected']}"
     if kind in {"tuple_type", "list_type"}:

@@ -246,6 +246,8 @@ INVALID = [
      "properties.recurrence.interval: 1001 is too long for frequency Hour"),
     ({"startTime": "2099-01-01T00:00:00Z"}, "properties.startTime: 2099-01-01T00:00:00+00:00 is more than 18 months away"),
     ({"recurence": {"frequency": "Hour"}}, "properties.recurence: is not a known property"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {"str": 5}}}},
+     "properties.action.request.headers.str: must be a string, not 5"),
     ({"state": "Completed"}, "properties.state: only Enabled or Disabled can be set; Completed is set by the service"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "POST", "headers": {f"h{i}": "v" * 300 for i in range(48)}, "body": "b" * 8000}}},
      "properties: the job definition is"),
