@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from shared.wire import iso
+
 
 class UnreadableCertificate(ValueError):
     pass
@@ -42,5 +44,5 @@ def read_pfx(pfx_base64: str, password: str | None) -> CertificateFacts:
         .hex()
         .upper(),  # a thumbprint is SHA-1 by definition
         subject=certificate.subject.rfc4514_string(),
-        expires=certificate.not_valid_after_utc.isoformat().replace("+00:00", "Z"),
+        expires=iso(certificate.not_valid_after_utc),
     )

@@ -11,14 +11,12 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from shared.certificates import read_pfx
 from shared.collections import SkuName
 from shared.jobs import HttpAuthenticationType, JobProperties, JobState, RetryPolicy, RetryType
 from shared.occurrences import Occurrences
 from shared.recurrence import Recurrence
-from shared.wire import Instant, iso
+from shared.wire import iso, parse_iso
 
 # Where each secret lives in an action: (message, [sub-object], field).
 SECRETS = (
@@ -29,7 +27,6 @@ SECRETS = (
     ("serviceBusQueueMessage", "authentication", "sasKey"),
     ("serviceBusTopicMessage", "authentication", "sasKey"),
 )
-_INSTANT = TypeAdapter(Instant)
 DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no shorter one
 DEFAULT_RETRY_COUNT = 4
@@ -58,7 +55,7 @@ def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurren
     recurrence = definition.get("recurrence")
     start = definition.get("startTime")
     return Occurrences(
-        start_time=_INSTANT.validate_python(start) if start else None,
+        start_time=parse_iso(start) if start else None,
         recurrence=Recurrence.model_validate(recurrence) if recurrence else None,
         created_at=defined_at,
     )
