@@ -4,7 +4,7 @@ import json
 
 import azure.functions as func
 
-from shared import openapi
+from shared import openapi, runtime, timer
 from shared.arm import serve
 from shared.routes import ROUTES, Route
 
@@ -20,6 +20,21 @@ def _register(route: Route) -> None:
 
 for _route in ROUTES:
     _register(_route)
+
+
+@app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_TICK_SCHEDULE%", run_on_startup=False)
+def due_attempts_timer(tick: func.TimerRequest) -> None:
+    """Hands attempts due within the look-ahead from the due index to the execution queue."""
+    lookahead = runtime.settings().lookahead
+    timer.tick(runtime.due_index(), runtime.dispatcher(), runtime.now(), lookahead)
+
+
+@app.queue_trigger(
+    arg_name="message", queue_name=runtime.EXECUTIONS_QUEUE, connection="AzureWebJobsStorage"
+)
+def executor(message: func.QueueMessage) -> None:
+    """Runs one attempt of one job, then records it and schedules what follows."""
+    runtime.executor().handle(message.get_body().decode(), message.dequeue_count or 1)
 
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

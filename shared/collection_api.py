@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from shared.arm import ApiRequest, ApiResponse
-from shared.collections import CollectionBody, new_collection, patched_collection
+from shared.collection_jobs import set_job_states
+from shared.collections import (
+    CollectionBody,
+    CollectionState,
+    new_collection,
+    patched_collection,
+)
 from shared.errors import InvalidRequest, NotFound
 from shared.resources import (
     COLLECTION_TYPE,
@@ -11,7 +19,7 @@ from shared.resources import (
     valid_resource_group,
     valid_subscription,
 )
-from shared.runtime import store
+from shared.runtime import now, store
 from shared.store import Stored
 
 
@@ -24,9 +32,9 @@ def put_collection(request: ApiRequest) -> ApiResponse:
     body = request.parsed_body(CollectionBody)
     if body.location is None:
         raise InvalidRequest.because("location", "is required")
-    stored, created = store().save_collection(
-        collection, new_collection(body), request.preconditions
-    )
+    previous = store().collection(collection)
+    request.preconditions.check(previous)
+    stored, created = _save(collection, new_collection(body), request, previous)
     return _collection_response(201 if created else 200, stored)
 
 
@@ -35,9 +43,7 @@ def patch_collection(request: ApiRequest) -> ApiResponse:
     patch = request.parsed_body(CollectionBody)
     current = existing_collection(collection)
     request.preconditions.check(current)
-    stored, _ = store().save_collection(
-        current.id, patched_collection(current.document, patch), request.preconditions
-    )
+    stored, _ = _save(current.id, patched_collection(current.document, patch), request, current)
     return _collection_response(200, stored)
 
 
@@ -81,6 +87,25 @@ def collection_resource(stored: Stored[CollectionId]) -> dict[str, object]:
         "tags": document.get("tags") or {},
         "properties": document["properties"],
     }
+
+
+def _save(
+    collection: CollectionId,
+    document: dict[str, Any],
+    request: ApiRequest,
+    previous: Stored[CollectionId] | None,
+) -> tuple[Stored[CollectionId], bool]:
+    """Save a collection; its jobs' executor sees its state change, and jobs resume with it."""
+    state = document["properties"]["state"]
+    enabled = CollectionState.ENABLED.value
+    if state != enabled:  # off before the document says so: nothing runs in between
+        store().set_collection_state(collection, state)
+    stored, created = store().save_collection(collection, document, request.preconditions)
+    if state == enabled:
+        store().set_collection_state(collection, state)
+        if previous is not None and previous.document["properties"]["state"] != enabled:
+            set_job_states(stored.id, None, now())
+    return stored, created
 
 
 def _collection_response(status: int, stored: Stored[CollectionId]) -> ApiResponse:

@@ -7,7 +7,6 @@ occurrences count from there).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -15,17 +14,27 @@ from pydantic import ValidationError
 
 from shared.arm import ApiRequest, ApiResponse
 from shared.collection_api import collection_id, existing_collection
+from shared.collection_jobs import set_job_states
 from shared.collections import Quota, SkuName
 from shared.errors import Conflict, InvalidRequest, NotFound, field_errors
-from shared.job_documents import fresh_status, occurrences_of, public_properties, stored_definition
+from shared.execution import (
+    Attempt,
+    Delivery,
+    Pending,
+    defined_document,
+    pending_of,
+    with_pending,
+)
+from shared.job_documents import occurrences_of, public_properties, stored_definition
 from shared.job_rules import definition_problems, recurrence_conflict
 from shared.jobs import FINAL_STATES, HistoryStatus, JobBody, JobProperties, JobState
-from shared.resources import HISTORY_TYPE, JOB_TYPE, CollectionId, JobId
-from shared.runtime import enqueue_execution, now, store
+from shared.resources import HISTORY_TYPE, JOB_TYPE, JobId
+from shared.runtime import dispatcher, now, store
 from shared.store import JobSlot, QuotaExceeded, Stored
 from shared.wire import WireEnum, iso, merge_patch, parse_iso
 
 LARGEST_PAGE = 100
+_WRITE_ATTEMPTS = 8
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
 
@@ -88,16 +97,18 @@ def list_history(request: ApiRequest) -> ApiResponse:
 
 def run_job(request: ApiRequest) -> ApiResponse:
     """Run now: an immediate execution through the same path as scheduled ones."""
-    stored = _existing_job(_job_id(request))
-    enqueue_execution(
-        {
-            "kind": "runNow",
-            "job": _job_reference(stored.id),
-            "definedAt": stored.document["definedAt"],
-            "requestedAt": iso(now()),
-        }
-    )
-    return ApiResponse(200)
+    job = _job_id(request)
+    stored = _existing_job(job)
+    requested = now()
+    entry = Pending(Attempt(requested, run_now=True), requested)
+    # Sent before it is written down: the executor waits a moment for the write (NotYet).
+    dispatcher().dispatch([Delivery(stored.id, stored.document["definedAt"], entry)], requested)
+    for _ in range(_WRITE_ATTEMPTS):
+        document = with_pending(stored.document, [*pending_of(stored.document), entry])
+        if store().settle_job(stored, document, []):
+            return ApiResponse(200)
+        stored = _existing_job(job)
+    raise Conflict("The job is being changed by other requests; try again.")
 
 
 def enable_collection(request: ApiRequest) -> ApiResponse:
@@ -114,9 +125,7 @@ def next_occurrences(request: ApiRequest) -> ApiResponse:
     document = stored.document
     occurrences = occurrences_of(document["definition"], parse_iso(document["definedAt"]))
     upcoming = occurrences.upcoming(
-        _preview_count(request),
-        after=now(),
-        executions_done=document["status"].get("executionCount", 0),
+        _preview_count(request), after=now(), executions_done=document.get("occurrences", 0)
     )
     return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
 
@@ -159,11 +168,12 @@ def _save(
     conflict = recurrence_conflict(occurrences_of(definition, defined_at), quota)
     if conflict:
         raise Conflict(conflict)
-    document = {
-        "definition": definition,
-        "status": _status_after_change(definition, defined_at, current),
-        "definedAt": iso(defined_at),
-    }
+    document, pending = defined_document(
+        definition, defined_at, current.document if current else None
+    )
+    # Sent before the write, so that no crash can leave the job waiting for a message never
+    # sent; until the write lands the executor waits (NotYet), and if it fails, skips it.
+    dispatcher().dispatch([Delivery(job, iso(defined_at), entry) for entry in pending], defined_at)
     try:
         stored, created = store().save_job(
             job, document, request.preconditions, slot, max_jobs=quota.max_job_count
@@ -176,38 +186,9 @@ def _save(
     return _job_response(201 if created else 200, stored)
 
 
-def _status_after_change(
-    definition: dict[str, Any], defined_at: datetime, current: Stored[JobId] | None
-) -> dict[str, Any]:
-    """A new definition starts its schedule afresh; the counts of what already ran stay."""
-    status = fresh_status(definition, defined_at)
-    if current is not None:
-        kept = ("executionCount", "failureCount", "faultedCount", "lastExecutionTime")
-        previous = current.document["status"]
-        status |= {name: previous[name] for name in kept if name in previous}
-    return status
-
-
 def _set_all_states(request: ApiRequest, state: JobState) -> ApiResponse:
     collection = existing_collection(collection_id(request))
-    changed = []
-    moment = now()
-    for stored in store().jobs(collection.id):
-        definition = stored.document["definition"]
-        if definition["state"] in _FINAL or definition["state"] == state.value:
-            continue
-        definition = {**definition, "state": state.value}
-        status = {**stored.document["status"]}
-        status.pop("nextExecutionTime", None)
-        if state is JobState.ENABLED:
-            # Enabling resumes from the next future occurrence: no catch-up burst.
-            occurrences = occurrences_of(definition, parse_iso(stored.document["definedAt"]))
-            following = occurrences.next_after(moment)
-            if following is not None:
-                status["nextExecutionTime"] = iso(following)
-        document = {**stored.document, "definition": definition, "status": status}
-        changed.append(Stored(stored.id, document, stored.etag))
-    store().replace_jobs(changed)
+    set_job_states(collection.id, state, now())
     return ApiResponse(200)
 
 
@@ -286,16 +267,6 @@ def _job_resource(stored: Stored[JobId]) -> dict[str, Any]:
 
 def _job_response(status: int, stored: Stored[JobId]) -> ApiResponse:
     return ApiResponse(status, _job_resource(stored), {"ETag": stored.etag})
-
-
-def _job_reference(job: JobId) -> dict[str, str]:
-    collection: CollectionId = job.collection
-    return {
-        "subscription": collection.subscription,
-        "resourceGroup": collection.resource_group,
-        "collection": collection.name,
-        "job": job.name,
-    }
 
 
 _FINAL = {state.value for state in FINAL_STATES}

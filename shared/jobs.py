@@ -18,7 +18,7 @@ from shared.recurrence import Recurrence
 from shared.wire import Instant, WireEnum, WireModel
 
 
-def _read_duration(value: Any) -> timedelta:
+def read_duration(value: Any) -> timedelta:
     if isinstance(value, timedelta):
         return value
     if not isinstance(value, str):
@@ -42,7 +42,7 @@ def _read_duration(value: Any) -> timedelta:
         ) from None
 
 
-Duration = Annotated[timedelta, BeforeValidator(_read_duration)]
+Duration = Annotated[timedelta, BeforeValidator(read_duration)]
 """An ISO 8601 duration (`PT30S`, `P1D`), read as a timedelta."""
 
 

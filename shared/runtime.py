@@ -1,4 +1,4 @@
-"""What the operations take from the process they run in: storage clients and the clock.
+"""What the functions take from the process they run in: settings, clients, the clock.
 
 Each is made once per process, on first use, from the settings the Functions host provides.
 """
@@ -7,47 +7,80 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import os
 from datetime import UTC, datetime
-from typing import Any
 
+import httpx
 from azure.core.exceptions import ResourceExistsError
+from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
+from shared.actions import Actions
+from shared.actions.http import HttpActions
+from shared.actions.oauth import TokenCache
+from shared.dispatch import Dispatcher
+from shared.due_index import DueIndex
+from shared.executor import Executor
+from shared.outbound import OutboundPolicy, tls_context
+from shared.settings import Settings
 from shared.store import Store
 
 EXECUTIONS_QUEUE = "executions"
 
 
 def now() -> datetime:
-    """The current instant, the one place the API reads the clock."""
+    """The current instant, the one place the app reads the clock."""
     return datetime.now(UTC)
+
+
+@functools.cache
+def settings() -> Settings:
+    return Settings.from_environment()
+
+
+@functools.cache
+def _tables() -> TableServiceClient:
+    return TableServiceClient.from_connection_string(settings().storage_connection)
 
 
 @functools.cache
 def store() -> Store:
     """The one Store of this process, its tables created on first use."""
-    connected = Store.from_connection_string(_storage_connection())
+    connected = Store(_tables())
     connected.create_tables()
     return connected
 
 
 @functools.cache
-def _executions() -> QueueClient:
+def execution_queue() -> QueueClient:
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
     queue = QueueClient.from_connection_string(
-        _storage_connection(), EXECUTIONS_QUEUE, message_encode_policy=TextBase64EncodePolicy()
+        settings().storage_connection,
+        EXECUTIONS_QUEUE,
+        message_encode_policy=TextBase64EncodePolicy(),
     )
     with contextlib.suppress(ResourceExistsError):
         queue.create_queue()
     return queue
 
 
-def enqueue_execution(message: dict[str, Any]) -> None:
-    """Put an execution request on the queue the executor reads."""
-    _executions().send_message(json.dumps(message, separators=(",", ":")))
+@functools.cache
+def due_index() -> DueIndex:
+    return DueIndex.in_service(_tables())
 
 
-def _storage_connection() -> str:
-    return os.environ["AzureWebJobsStorage"]
+@functools.cache
+def dispatcher() -> Dispatcher:
+    return Dispatcher(execution_queue(), due_index(), settings().horizon)
+
+
+@functools.cache
+def executor() -> Executor:
+    configured = settings()
+    tls = tls_context(configured.outbound_ca_file)
+    tokens = TokenCache(configured.authority_host, httpx.Client(verify=tls), now)
+    http = HttpActions(
+        OutboundPolicy.from_setting(configured.outbound_allowlist),
+        configured.outbound_ca_file,
+        tokens,
+    )
+    return Executor(store(), dispatcher(), Actions(http, now), clock=now)

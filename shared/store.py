@@ -12,11 +12,9 @@ import contextlib
 import json
 import random
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
@@ -32,7 +30,6 @@ from shared.resources import CollectionId, JobId, table_key
 
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
-HISTORY_TABLE = "jobhistory"
 # Each collection's jobs partition also holds its job count, in a few counter rows (shards), so
 # that creating or deleting a job and counting it are one transaction, and concurrent creators
 # seldom contend for the same row. Their keys sort before every job name (names start with a
@@ -40,7 +37,11 @@ HISTORY_TABLE = "jobhistory"
 COUNTER_SHARDS = 8
 COUNTER_PREFIX = "!count-"
 _AFTER_COUNTERS = "!count."  # "." sorts right after "-"
-_LATEST_TICKS = 10**19  # history rows sort newest first: their keys count down from here
+# The partition also holds the collection's state, which the executor reads with the job, and
+# the jobs' history, so that an execution's outcome and its job's status are one batch. History
+# rows are "~<job row>:<entry id>": "~" sorts after every job name.
+COLLECTION_GATE = "!collection"
+_HISTORY_MARK = "~"
 LARGEST_BATCH = 100
 _WRITE_ATTEMPTS = 3  # a write that loses a race to another writer reads again and retries
 # Creating or deleting a job also moves the collection's counter, which every concurrent
@@ -180,14 +181,13 @@ class Store:
             service.get_table_client(COLLECTIONS_TABLE), _collection_id, "job collection"
         )
         self._jobs = _Documents(service.get_table_client(JOBS_TABLE), _job_id, "job")
-        self._history = service.get_table_client(HISTORY_TABLE)
 
     @classmethod
     def from_connection_string(cls, connection_string: str) -> Store:
         return cls(TableServiceClient.from_connection_string(connection_string))
 
     def create_tables(self) -> None:
-        for name in (COLLECTIONS_TABLE, JOBS_TABLE, HISTORY_TABLE):
+        for name in (COLLECTIONS_TABLE, JOBS_TABLE):
             with contextlib.suppress(ResourceExistsError):
                 self._service.create_table(name)
 
@@ -227,10 +227,8 @@ class Store:
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection, every job in it and their history."""
         deleted = self._collections.delete(collection.partition, collection.row, preconditions)
-        for job in self.jobs(collection):
-            self._delete_history(job.id)
         partition = collection.jobs_partition
-        _submit(
+        submit_batches(
             self._jobs.table,
             (
                 ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
@@ -246,8 +244,12 @@ class Store:
 
     def jobs(self, collection: CollectionId, state: str | None = None) -> list[Stored[JobId]]:
         """The jobs of a collection in name order, optionally only those in one state."""
-        query = "PartitionKey eq @pk and RowKey gt @counters"
-        parameters = {"pk": collection.jobs_partition, "counters": _AFTER_COUNTERS}
+        query = "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
+        parameters = {
+            "pk": collection.jobs_partition,
+            "counters": _AFTER_COUNTERS,
+            "history": _HISTORY_MARK,
+        }
         if state is not None:
             query += " and State eq @state"
             parameters["state"] = state
@@ -346,38 +348,85 @@ class Store:
 
     # --- history --------------------------------------------------------------------------
 
-    def add_history(self, job: JobId, entry: dict[str, Any], at: datetime) -> str:
-        """Record one execution attempt; returns its id. `at` orders it (newest first)."""
-        ticks = int(at.timestamp() * 10_000_000)
-        row = f"{_LATEST_TICKS - ticks:020d}-{uuid.uuid4().hex[:8]}"
-        self._history.create_entity(
-            {"PartitionKey": _history_partition(job), "RowKey": row,
-             "Status": entry["status"], "Document": _json(entry)}
-        )  # fmt: skip
-        return row
+    def add_history(self, job: JobId, entries: list[tuple[str, dict[str, Any]]]) -> None:
+        """Record execution attempts as (entry id, entry); ids order them, newest first."""
+        submit_batches(
+            self._jobs.table, (("upsert", _history_entity(job, *entry)) for entry in entries)
+        )
 
     def history(self, job: JobId, status: str | None = None) -> list[tuple[str, dict[str, Any]]]:
         """A job's history, newest first, as (id, entry); optionally only one status."""
-        query, parameters = "PartitionKey eq @pk", {"pk": _history_partition(job)}
+        low, high = _history_range(job)
+        query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
+        parameters = {"pk": job.partition, "low": low, "high": high}
         if status is not None:
             query += " and Status eq @status"
             parameters["status"] = status
-        found = self._history.query_entities(query, parameters=parameters)
-        return [(entity["RowKey"], json.loads(entity["Document"])) for entity in found]
+        found = self._jobs.table.query_entities(query, parameters=parameters)
+        return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
 
     def _delete_history(self, job: JobId) -> None:
-        partition = _history_partition(job)
-        _submit(
-            self._history,
-            (
-                ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
-                for entity in _keys(self._history, partition)
-            ),
+        low, high = _history_range(job)
+        keys = self._jobs.table.query_entities(
+            "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high",
+            parameters={"pk": job.partition, "low": low, "high": high},
+            select=["RowKey"],
         )
+        submit_batches(
+            self._jobs.table,
+            (("delete", {"PartitionKey": job.partition, "RowKey": key["RowKey"]}) for key in keys),
+        )
+
+    # --- execution ------------------------------------------------------------------------
+
+    def job_to_run(self, job: JobId) -> tuple[Stored[JobId] | None, str | None]:
+        """The job and its collection's state (None if never recorded), in one query."""
+        entities = self._jobs.table.query_entities(
+            "PartitionKey eq @pk and ( RowKey eq @row or RowKey eq @gate )",
+            parameters={"pk": job.partition, "row": job.row, "gate": COLLECTION_GATE},
+        )
+        current, collection_state = None, None
+        for entity in entities:
+            if entity["RowKey"] == COLLECTION_GATE:
+                collection_state = entity["State"]
+            else:
+                current = self._jobs.from_entity(entity)
+        return current, collection_state
+
+    def set_collection_state(self, collection: CollectionId, state: str) -> None:
+        """Record the state the executor checks before running any job of the collection."""
+        self._jobs.table.upsert_entity(
+            {"PartitionKey": collection.jobs_partition, "RowKey": COLLECTION_GATE, "State": state},
+            mode=UpdateMode.REPLACE,
+        )
+
+    def settle_job(
+        self,
+        stored: Stored[JobId],
+        document: dict[str, Any],
+        history: list[tuple[str, dict[str, Any]]],
+    ) -> bool:
+        """Write a job's new document and history entries if the job is as `stored` read it.
+
+        The document and the newest entries are one batch: an outcome is recorded whole or not
+        at all. Returns False when another writer changed the job first.
+        """
+        room = LARGEST_BATCH - 1
+        older, newest = history[:-room] if len(history) > room else [], history[-room:]
+        # Entries that do not fit in the batch (postponed occurrences) go first; writing them
+        # again after a failed attempt only overwrites them.
+        self.add_history(stored.id, list(older))
+        operations: list[Any] = [_replacement(Stored(stored.id, document, stored.etag))]
+        operations += [("upsert", _history_entity(stored.id, *entry)) for entry in newest]
+        try:
+            self._jobs.table.submit_transaction(operations)
+        except TableTransactionError:
+            return False
+        return True
 
     def replace_jobs(self, jobs: Iterable[Stored[JobId]]) -> None:
         """Write back changed documents of one collection's jobs, as batches."""
-        _submit(self._jobs.table, (_replacement(stored) for stored in jobs))
+        submit_batches(self._jobs.table, (_replacement(stored) for stored in jobs))
 
 
 def _replacement(stored: Stored[JobId]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -447,7 +496,7 @@ def _job_id(entity: Any) -> JobId:
     return JobId(collection, entity["Name"])
 
 
-def _submit(table: TableClient, operations: Iterable[tuple[Any, ...]]) -> None:
+def submit_batches(table: TableClient, operations: Iterable[tuple[Any, ...]]) -> None:
     """Run operations on one partition, in batches of at most 100 (Azure's limit)."""
     batch: list[Any] = []
     for operation in operations:
@@ -466,8 +515,19 @@ def _keys(table: TableClient, partition: str) -> Iterator[Any]:
     )
 
 
-def _history_partition(job: JobId) -> str:
-    return f"{job.partition}:{job.row}"
+def _history_range(job: JobId) -> tuple[str, str]:
+    """The row keys that hold a job's history lie strictly between these two."""
+    return f"{_HISTORY_MARK}{job.row}:", f"{_HISTORY_MARK}{job.row};"  # ";" follows ":"
+
+
+def _history_entity(job: JobId, entry_id: str, entry: dict[str, Any]) -> dict[str, Any]:
+    low, _ = _history_range(job)
+    return {
+        "PartitionKey": job.partition,
+        "RowKey": low + entry_id,
+        "Status": entry["status"],
+        "Document": _json(entry),
+    }
 
 
 def _json(document: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
+from shared.execution import Attempt
 from shared.resources import CollectionId, JobId
 from shared.store import Store
 from tests.conftest import Service
@@ -42,7 +43,8 @@ def test_history_lists_newest_first_filters_pages_and_goes_with_the_job(api: htt
     first = datetime(2026, 11, 1, 5, 0, tzinfo=UTC)
     statuses = ["Completed", "Failed", "Completed", "Postponed", "Failed"]
     for n, status in enumerate(statuses):
-        store.add_history(job, entry(status, first + timedelta(hours=n)), at=first + timedelta(hours=n))
+        expected = first + timedelta(hours=n)
+        store.add_history(job, [(Attempt(expected).history_id, entry(status, expected))])
 
     history = api.get(f"{job_path(collection, name)}/history").json()["value"]
     assert [item["properties"]["status"] for item in history] == statuses[::-1]

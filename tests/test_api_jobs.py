@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-from azure.storage.queue import QueueClient
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -424,19 +422,6 @@ def test_disable_and_enable_every_job_of_a_collection(api: httpx.Client) -> None
         properties = api.get(job_path(collection, name)).json()["properties"]
         assert properties["state"] == "Enabled"
         assert properties["status"]["nextExecutionTime"] == properties["startTime"]
-
-
-def test_run_now_puts_an_execution_on_the_queue(api: httpx.Client, collection: str, service: Service) -> None:
-    name = unique("now")
-    put_job(api, collection, http_job(), name=name)
-    assert api.post(f"{job_path(collection, name)}/run").status_code == 200
-    queue = QueueClient.from_connection_string(service.storage, "executions")
-    messages = [json.loads(base64.b64decode(message.content)) for message in queue.peek_messages(max_messages=32)]
-    mine = [message for message in messages if message["job"]["job"] == name]
-    assert len(mine) == 1
-    assert mine[0]["kind"] == "runNow"
-    assert mine[0]["job"]["collection"] == collection
-    assert api.post(f"{job_path(collection, unique('missing'))}/run").status_code == 404
 
 
 # --- our extensions: occurrences --------------------------------------------------------------

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-DOMAIN = ["wire.py", "errors.py", "recurrence.py", "occurrences.py", "timezones.py"]
+DOMAIN = ["wire.py", "errors.py", "recurrence.py", "occurrences.py", "timezones.py", "execution.py",
+          "job_documents.py", "job_rules.py"]
 CLOCK_METHODS = {"now", "utcnow", "today", "time_ns", "monotonic", "perf_counter", "sleep"}
 IO_FUNCTIONS = {"open", "print", "input", "urlopen", "getenv"}
 IO_MODULES = {"os", "socket", "subprocess", "requests", "httpx", "urllib", "pathlib", "time", "random"}

@@ -15,6 +15,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.pipeline.policies import HeadersPolicy
 from azure.mgmt.scheduler import SchedulerManagementClient, models
 
+from shared.execution import Attempt
 from shared.resources import CollectionId, JobId
 from shared.store import Store
 from tests.conftest import Service
@@ -98,10 +99,10 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
 
     store = Store.from_connection_string(service.storage)
     job_id = JobId(CollectionId(SUBSCRIPTION, GROUP, name), "report")
-    store.add_history(job_id, {"startTime": "2026-11-06T05:15:01Z", "endTime": "2026-11-06T05:15:02Z",
-                               "expectedExecutionTime": "2026-11-06T05:15:00Z", "actionName": "MainAction",
-                               "status": "Completed", "message": "OK", "retryCount": 0, "repeatCount": 1},
-                      at=datetime(2026, 11, 6, 5, 15, tzinfo=UTC))  # fmt: skip
+    entry_id = Attempt(datetime(2026, 11, 6, 5, 15, tzinfo=UTC)).history_id
+    store.add_history(job_id, [(entry_id, {"startTime": "2026-11-06T05:15:01Z", "endTime": "2026-11-06T05:15:02Z",
+                                "expectedExecutionTime": "2026-11-06T05:15:00Z", "actionName": "MainAction",
+                                "status": "Completed", "message": "OK", "retryCount": 0, "repeatCount": 1})])
     history = list(client.jobs.list_job_history(GROUP, name, "report"))
     assert [(item.properties.status, item.properties.action_name) for item in history] == [("Completed", "MainAction")]
 

@@ -1,0 +1,154 @@
+"""The Http and Https actions: one request, success on a 2xx within the timeout.
+
+Every request carries the occurrence's identity in `x-ms-scheduler-*` headers, the same on a
+retry of the same attempt and on a duplicate delivery, so that a receiver can drop duplicates.
+Outbound authentication: Basic, ClientCertificate (the pfx becomes the TLS client certificate)
+and ActiveDirectoryOAuth (a bearer token from `TokenCache`).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import os
+import ssl
+import tempfile
+import threading
+from typing import Any
+
+import httpx
+from cryptography.hazmat.primitives.serialization import (
+    BestAvailableEncryption,
+    Encoding,
+    PrivateFormat,
+    pkcs12,
+)
+
+from shared.actions.oauth import TokenCache, TokenUnavailable
+from shared.execution import Attempt
+from shared.jobs import HttpAuthenticationType
+from shared.outbound import OutboundPolicy, guarded_client, tls_context
+from shared.resources import JobId
+from shared.wire import iso
+
+MOST_BODY_BYTES = 2048  # SPEC: history keeps up to 2,048 bytes of the response body
+_MOST_CERTIFICATE_CLIENTS = 32
+
+
+class HttpActions:
+    """Performs Http(s) actions with one pooled client per process (and per client certificate)."""
+
+    def __init__(
+        self, policy: OutboundPolicy, extra_ca_file: str | None, tokens: TokenCache
+    ) -> None:
+        self._policy, self._extra_ca_file, self._tokens = policy, extra_ca_file, tokens
+        self._client = guarded_client(policy, tls_context(extra_ca_file))
+        self._certificate_clients: collections.OrderedDict[str, httpx.Client] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt) -> tuple[bool, str]:
+        """Send the request; (succeeded, the message history keeps)."""
+        request = action["request"]
+        uri = request["uri"]
+        host = httpx.URL(uri).host
+        authentication = request.get("authentication") or {}
+        kind = authentication.get("type")
+        headers = {**(request.get("headers") or {}), **identity_headers(job, attempt)}
+        client, auth = self._client, None
+        try:
+            if kind == HttpAuthenticationType.BASIC.value:
+                auth = httpx.BasicAuth(authentication["username"], authentication["password"])
+            elif kind == HttpAuthenticationType.ACTIVE_DIRECTORY_OAUTH.value:
+                headers["Authorization"] = f"Bearer {self._tokens.token(authentication)}"
+            elif kind == HttpAuthenticationType.CLIENT_CERTIFICATE.value:
+                client = self._certificate_client(authentication)
+        except TokenUnavailable as failure:
+            return False, f"Http Action - No token for host '{host}': {failure}"
+        except ValueError as failure:
+            return False, f"Http Action - The client certificate cannot be used: {failure}"
+        body = request.get("body")
+        try:
+            with client.stream(
+                request["method"].upper(),
+                uri,
+                headers=headers,
+                content=body.encode() if body is not None else None,
+                auth=auth,
+            ) as response:
+                shown = _first_bytes(response)
+                status = f"{response.status_code} {response.reason_phrase}".strip()
+                succeeded = response.is_success
+        except httpx.TimeoutException:
+            return False, f"Http Action - Request to host '{host}' timed out"
+        except httpx.HTTPError as failure:
+            return False, f"Http Action - Request to host '{host}' failed: {failure}"
+        return succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
+
+    def _certificate_client(self, authentication: dict[str, Any]) -> httpx.Client:
+        key = hashlib.sha256(
+            f"{authentication['pfx']}\n{authentication.get('password') or ''}".encode()
+        ).hexdigest()
+        with self._lock:
+            client = self._certificate_clients.get(key)
+            if client is not None:
+                self._certificate_clients.move_to_end(key)
+                return client
+        client = guarded_client(self._policy, self._with_certificate(authentication))
+        with self._lock:
+            self._certificate_clients[key] = client
+            if len(self._certificate_clients) > _MOST_CERTIFICATE_CLIENTS:
+                _, oldest = self._certificate_clients.popitem(last=False)
+                oldest.close()
+        return client
+
+    def _with_certificate(self, authentication: dict[str, Any]) -> ssl.SSLContext:
+        """A TLS context presenting the job's certificate (ssl loads keys only from files)."""
+        password = (authentication.get("password") or "").encode()
+        key, certificate, chain = pkcs12.load_key_and_certificates(
+            base64.b64decode(authentication["pfx"]), password or None
+        )
+        if key is None or certificate is None:
+            raise ValueError("the pfx holds no certificate with its private key")
+        context = tls_context(self._extra_ca_file)
+        one_time = os.urandom(16).hex().encode()
+        with tempfile.TemporaryDirectory() as folder:  # private to this user, removed at once
+            key_file, chain_file = os.path.join(folder, "key.pem"), os.path.join(folder, "c.pem")
+            with open(key_file, "wb") as out:
+                encryption = BestAvailableEncryption(one_time)
+                out.write(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, encryption))
+            with open(chain_file, "wb") as out:
+                for part in (certificate, *(chain or ())):
+                    out.write(part.public_bytes(Encoding.PEM))
+            context.load_cert_chain(chain_file, key_file, password=one_time)
+        return context
+
+
+def identity_headers(job: JobId, attempt: Attempt) -> dict[str, str]:
+    """What identifies an execution to its receiver; equal on every duplicate of it."""
+    return {
+        "x-ms-scheduler-jobcollectionid": job.collection.arm_id,
+        "x-ms-scheduler-jobid": job.arm_id,
+        "x-ms-scheduler-execution-id": execution_id(job, attempt),
+        "x-ms-scheduler-expected-execution-time": iso(attempt.expected),
+        "x-ms-scheduler-retry-count": str(attempt.retry),
+        "x-ms-scheduler-action": attempt.action.value,
+    }
+
+
+def execution_id(job: JobId, attempt: Attempt) -> str:
+    """The occurrence's identity: its job and expected time (and whether it was a run-now)."""
+    kind = "run-now" if attempt.run_now else "scheduled"
+    seed = f"{job.arm_id.lower()}|{iso(attempt.expected)}|{kind}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def _first_bytes(response: httpx.Response) -> str:
+    kept = b""
+    for chunk in response.iter_bytes():
+        kept += chunk
+        if len(kept) >= MOST_BODY_BYTES:
+            break
+    return kept[:MOST_BODY_BYTES].decode("utf-8", errors="replace")

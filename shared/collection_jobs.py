@@ -1,0 +1,36 @@
+"""Changing the state of every job in a collection at once, and resuming them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from shared.execution import Delivery, Pending, pending_of, resumed, with_pending
+from shared.jobs import FINAL_STATES, JobState
+from shared.resources import CollectionId
+from shared.runtime import dispatcher, store
+from shared.store import Stored
+
+_FINAL = {state.value for state in FINAL_STATES}
+
+
+def set_job_states(collection: CollectionId, state: JobState | None, moment: datetime) -> None:
+    """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up."""
+    changed, deliveries = [], []
+    for stored in store().jobs(collection):
+        definition = stored.document["definition"]
+        if definition["state"] in _FINAL:
+            continue
+        document = stored.document
+        if state is not None:
+            document = {**document, "definition": {**definition, "state": state.value}}
+            document = with_pending(document, pending_of(document))
+        added: list[Pending] = []
+        if document["definition"]["state"] == JobState.ENABLED.value:
+            document, added = resumed(document, moment)
+        if document == stored.document:
+            continue
+        changed.append(Stored(stored.id, document, stored.etag))
+        deliveries += [Delivery(stored.id, document["definedAt"], entry) for entry in added]
+    # Sent before the writes, as a job's PUT does (see execution.NotYet).
+    dispatcher().dispatch(deliveries, moment)
+    store().replace_jobs(changed)

@@ -1,0 +1,139 @@
+"""The due index: pending attempts too far ahead to wait on the queue, by the time they are due.
+
+A row lives in the partition of its due time's bucket (5 minutes) and one of a few shards (by
+job), so a timer tick reads only the partitions of the window it covers, and writes spread
+over several partitions (Azure serves about 2,000 entities/s per partition). Row keys begin
+with the due time in ticks: a tick asks each partition for one key range, and reads no row that
+is not due. The timer's watermark (how far it has handed rows to the queue) is one more row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import TableClient, TableServiceClient, UpdateMode
+
+from shared.execution import Delivery
+from shared.store import submit_batches
+from shared.wire import iso, parse_iso
+
+DUE_TABLE = "dueattempts"
+BUCKET = timedelta(minutes=5)
+SHARDS = 8
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TICKS_PER_SECOND = 10_000_000
+# Bucket partitions are "<yyyymmddHHMM>-<shard>"; the watermark's sorts after all of them.
+_WATERMARK = ("~watermark", "timer")
+
+
+@dataclass(frozen=True)
+class DueRow:
+    """A row the timer read: what to send, and its keys so that it can be removed after."""
+
+    partition: str
+    row: str
+    delivery: Delivery
+
+
+class DueIndex:
+    def __init__(self, table: TableClient) -> None:
+        self._table = table
+
+    @classmethod
+    def in_service(cls, service: TableServiceClient) -> DueIndex:
+        with contextlib.suppress(ResourceExistsError):
+            service.create_table(DUE_TABLE)
+        return cls(service.get_table_client(DUE_TABLE))
+
+    def add(self, delivery: Delivery) -> None:
+        due = delivery.pending.due
+        self._table.upsert_entity(
+            {
+                "PartitionKey": _partition(bucket_of(due), _shard(delivery)),
+                "RowKey": _row(delivery),
+                "Message": json.dumps(delivery.to_message(), separators=(",", ":")),
+            },
+            mode=UpdateMode.REPLACE,
+        )
+
+    def due(self, since: datetime, until: datetime) -> list[DueRow]:
+        """The rows due in [since, until), all in `since`'s bucket, every shard, in due order."""
+        bucket = bucket_of(since)
+        # A row key is "<due ticks>-<job>...": it sorts after its bare ticks, before the next.
+        low, high = _ticks_key(since), _ticks_key(until)
+        found: list[DueRow] = []
+        for shard in range(SHARDS):
+            partition = _partition(bucket, shard)
+            entities = self._table.query_entities(
+                "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+                parameters={"pk": partition, "low": low, "high": high},
+            )
+            for entity in entities:
+                message = json.loads(entity["Message"])
+                found.append(DueRow(partition, entity["RowKey"], Delivery.from_message(message)))
+        found.sort(key=lambda row: row.row)
+        return found
+
+    def first_bucket_after(self, bucket: datetime) -> datetime | None:
+        """The earliest bucket after `bucket` that holds any row (to skip long empty stretches)."""
+        entities = self._table.query_entities(
+            "PartitionKey gt @after and PartitionKey lt @watermark",
+            parameters={"after": _partition(bucket, SHARDS), "watermark": _WATERMARK[0]},
+            select=["PartitionKey"],
+            results_per_page=1,
+        )
+        for entity in entities:
+            return datetime.strptime(entity["PartitionKey"][:12], "%Y%m%d%H%M").replace(tzinfo=UTC)
+        return None
+
+    def remove(self, rows: Iterable[DueRow]) -> None:
+        by_partition: dict[str, list[str]] = {}
+        for row in rows:
+            by_partition.setdefault(row.partition, []).append(row.row)
+        for partition, keys in by_partition.items():
+            operations = (("delete", {"PartitionKey": partition, "RowKey": key}) for key in keys)
+            submit_batches(self._table, operations)
+
+    def watermark(self) -> datetime | None:
+        try:
+            return parse_iso(self._table.get_entity(*_WATERMARK)["Until"])
+        except ResourceNotFoundError:
+            return None
+
+    def set_watermark(self, until: datetime) -> None:
+        partition, row = _WATERMARK
+        self._table.upsert_entity(
+            {"PartitionKey": partition, "RowKey": row, "Until": iso(until)},
+            mode=UpdateMode.REPLACE,
+        )
+
+
+def bucket_of(instant: datetime) -> datetime:
+    """The start of the bucket that holds `instant`."""
+    return instant - (instant - _EPOCH) % BUCKET
+
+
+def _partition(bucket: datetime, shard: int) -> str:
+    return f"{bucket:%Y%m%d%H%M}-{shard}"
+
+
+def _shard(delivery: Delivery) -> int:
+    return zlib.crc32(f"{delivery.job.partition}/{delivery.job.row}".encode()) % SHARDS
+
+
+def _ticks_key(instant: datetime) -> str:
+    delta = instant - _EPOCH
+    ticks = (delta.days * 86_400 + delta.seconds) * _TICKS_PER_SECOND + delta.microseconds * 10
+    return f"{ticks:020d}"
+
+
+def _row(delivery: Delivery) -> str:
+    """Due time first (so a range of keys is a range of time), then what makes it unique."""
+    job, attempt = delivery.job, delivery.pending.attempt
+    return f"{_ticks_key(delivery.pending.due)}-{job.partition}:{job.row}:{attempt.history_id}"

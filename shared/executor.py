@@ -1,0 +1,185 @@
+"""The executor: what the queue-triggered function does with one execution message.
+
+Per message: read the job with its collection's state (one query), decide (`execution.plan`),
+perform the action, then record the outcome, the job's new status and what follows in one
+etag-checked batch (`execution.settle`), and only then send what follows. Sending last means a
+crash can lose the follow-up only while the message itself is still on the queue: its
+redelivery finds the attempt finished and sends the follow-up again (`Resend`).
+
+A message that keeps failing is given up on at its last delivery: its attempt is recorded as
+failed, the job moves on, and the host moves the message to the poison queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from shared.actions import Actions
+from shared.dispatch import Dispatcher
+from shared.execution import (
+    Delivery,
+    NotYet,
+    Outcome,
+    Park,
+    Pending,
+    Resend,
+    Run,
+    Skip,
+    pending_of,
+    plan,
+    settle,
+)
+from shared.resources import JobId
+from shared.store import Store, Stored
+
+log = logging.getLogger("scheduler.executor")
+# A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
+# earlier than this goes back on the queue rather than hold a worker.
+MOST_EARLY = timedelta(seconds=5)
+LOOK_AGAIN_AFTER = timedelta(seconds=1)
+_RECORD_ATTEMPTS = 8
+
+
+class RecordingFailed(RuntimeError):
+    """The outcome could not be written: the message fails and is delivered again."""
+
+
+class Executor:
+    def __init__(
+        self,
+        store: Store,
+        dispatcher: Dispatcher,
+        actions: Actions,
+        *,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], None] = time.sleep,
+        max_deliveries: int = 5,
+    ) -> None:
+        self._store, self._dispatcher, self._actions = store, dispatcher, actions
+        self._clock, self._sleep, self._max_deliveries = clock, sleep, max_deliveries
+
+    def handle(self, text: str, dequeue_count: int) -> None:
+        """Handle one message; raises (so the host retries it) only when it could not finish."""
+        try:
+            delivery = Delivery.from_message(json.loads(text))
+        except (ValueError, KeyError, TypeError) as problem:
+            log.error("dropped a malformed execution message (%s): %.200s", problem, text)
+            return
+        try:
+            self._handle(delivery, redelivered=dequeue_count > 1)
+        except Exception as failure:
+            if dequeue_count >= self._max_deliveries:
+                self._give_up(delivery, failure, dequeue_count)
+            raise
+
+    def _handle(self, delivery: Delivery, *, redelivered: bool) -> None:
+        if not self._wait_until_due(delivery):
+            return
+        for _ in range(_RECORD_ATTEMPTS):
+            stored, collection_state = self._store.job_to_run(delivery.job)
+            now = self._clock()
+            decided = plan(
+                stored.document if stored else None,
+                collection_state,
+                delivery,
+                now=now,
+                redelivered=redelivered,
+            )
+            if isinstance(decided, Skip):
+                log.info("%s: nothing to run: %s", _name(delivery), decided.reason)
+                return
+            if isinstance(decided, NotYet):
+                self._dispatcher.enqueue(delivery, now, at_least=LOOK_AGAIN_AFTER)
+                return
+            if isinstance(decided, Resend):
+                log.info("%s: finished before; sending what follows again", _name(delivery))
+                self._dispatcher.dispatch(_deliveries(delivery, decided.follow_ups), now)
+                return
+            assert stored is not None
+            if isinstance(decided, Park):
+                if self._store.settle_job(stored, decided.document, []):
+                    log.info("%s: not run, the job or its collection is off", _name(delivery))
+                    return
+                continue
+            break
+        else:
+            raise RecordingFailed(f"{_name(delivery)}: the job kept changing")
+        if decided.postponed:
+            log.warning(
+                "%s: %d occurrences missed; running the latest, %s",
+                _name(delivery),
+                len(decided.postponed),
+                decided.attempt.expected,
+            )
+        outcome = self._actions.perform(stored.document["definition"], stored.id, decided.attempt)
+        self._record(delivery, stored, decided, outcome)
+
+    def _wait_until_due(self, delivery: Delivery) -> bool:
+        """Wait out the fraction of a second the queue cannot; False if sent back instead."""
+        now = self._clock()
+        early = delivery.pending.due - now
+        if early > MOST_EARLY:
+            self._dispatcher.enqueue(delivery, now)
+            return False
+        if early > timedelta(0):
+            self._sleep(early.total_seconds())
+        return True
+
+    def _record(
+        self, delivery: Delivery, stored: Stored[JobId], run: Run, outcome: Outcome
+    ) -> None:
+        for _ in range(_RECORD_ATTEMPTS):
+            settlement = settle(stored.document, run, outcome, self._clock())
+            if self._store.settle_job(stored, settlement.document, settlement.history):
+                self._dispatcher.dispatch(
+                    _deliveries(delivery, settlement.follow_ups), self._clock()
+                )
+                log.info("%s: %s", _name(delivery), outcome.message[:200])
+                return
+            fresh, _ = self._store.job_to_run(delivery.job)
+            if fresh is None:
+                return  # deleted while the action ran: nothing left to record it in
+            still_pending = fresh.document["definedAt"] == delivery.defined_at and any(
+                entry.attempt == run.delivered for entry in pending_of(fresh.document)
+            )
+            if not still_pending:
+                # Redefined, or a duplicate of this message finished first: keep what ran.
+                self._store.add_history(fresh.id, settlement.history[-1:])
+                return
+            stored = fresh
+        raise RecordingFailed(f"{_name(delivery)}: the job kept changing")
+
+    def _give_up(self, delivery: Delivery, failure: Exception, deliveries: int) -> None:
+        """Record the attempt as failed, so the job moves on, before the message is poisoned."""
+        try:
+            stored, _ = self._store.job_to_run(delivery.job)
+            attempt = delivery.pending.attempt
+            if stored is None or stored.document["definedAt"] != delivery.defined_at:
+                return
+            if not any(entry.attempt == attempt for entry in pending_of(stored.document)):
+                return
+            now = self._clock()
+            message = (
+                f"The service failed to execute this attempt {deliveries} times and gave up "
+                f"({type(failure).__name__}: {str(failure)[:300]})"
+            )
+            self._record(delivery, stored, Run(attempt, attempt), Outcome(False, now, now, message))
+        except Exception:
+            log.exception("%s: could not record giving up", _name(delivery))
+
+
+def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:
+    return [Delivery(delivery.job, delivery.defined_at, entry) for entry in pending]
+
+
+def _name(delivery: Delivery) -> str:
+    attempt = delivery.pending.attempt
+    kind = "run-now" if attempt.run_now else "occurrence"
+    return (
+        f"{delivery.job.arm_id} {kind} {attempt.expected.isoformat()} "
+        f"{attempt.action.value} try {attempt.retry + 1}"
+    )

@@ -1,0 +1,149 @@
+"""Where HTTP actions may connect: the SSRF guard, and the pooled clients that enforce it.
+
+A job's URL is a client's input, and this service runs inside someone's network with a managed
+identity: by default an action may not reach loopback, link-local (the instance metadata
+endpoint at 169.254.169.254 among them), private, shared or unspecified addresses. The check
+happens where the socket is opened, on the very address connected to, so a name that resolves
+to a refused address (or resolves differently a moment later) and every redirect hop are
+covered. `SCHEDULER_OUTBOUND_ALLOWLIST` opens chosen hosts and CIDR ranges (local development,
+tests).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import httpcore
+import httpx
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+ACTION_TIMEOUT_S = 60.0  # SPEC: the HTTP action timeout, static
+MOST_REDIRECTS = 5
+
+
+class OutboundRefused(httpcore.ConnectError):
+    """The target's address is one that actions may not reach."""
+
+
+@dataclass(frozen=True)
+class OutboundPolicy:
+    """Which addresses an action may connect to: public ones, and whatever the allow-list opens."""
+
+    hosts: frozenset[str] = frozenset()
+    networks: tuple[Network, ...] = ()
+
+    @classmethod
+    def from_setting(cls, setting: str) -> OutboundPolicy:
+        """Read `SCHEDULER_OUTBOUND_ALLOWLIST`: host names and CIDR ranges, comma-separated."""
+        hosts, networks = set(), []
+        for item in (part.strip() for part in setting.split(",")):
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                hosts.add(item.lower().rstrip("."))
+        return cls(frozenset(hosts), tuple(networks))
+
+    def refusal(self, host: str, address: Address) -> str | None:
+        """Why connecting to `address` (found for `host`) is refused; None when allowed."""
+        if host.lower().rstrip(".") in self.hosts:
+            return None
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if any(address in network for network in self.networks):
+            return None
+        kind = _restricted_kind(address)
+        if kind is None:
+            return None
+        return (
+            f"the target {host} resolves to {address}, a {kind} address, which actions may not "
+            "reach (SCHEDULER_OUTBOUND_ALLOWLIST can allow it)"
+        )
+
+
+def _restricted_kind(address: Address) -> str | None:
+    if address.is_unspecified:
+        return "unspecified"
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local"
+    if address.is_multicast:
+        return "multicast"
+    if address.is_private:
+        return "private"
+    if not address.is_global:
+        return "reserved or shared"
+    return None
+
+
+class _GuardedBackend(httpcore.SyncBackend):
+    """Opens sockets only to addresses the policy allows: the check and the connect are one."""
+
+    def __init__(self, policy: OutboundPolicy) -> None:
+        self._policy = policy
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        try:
+            found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as failure:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {failure}") from None
+        refusals, failure = [], None
+        for *_, address in found:
+            ip = address[0]
+            refusal = self._policy.refusal(host, ipaddress.ip_address(ip))
+            if refusal is not None:
+                refusals.append(refusal)
+                continue
+            try:  # to the checked address itself: no second lookup that could answer otherwise
+                return super().connect_tcp(ip, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as error:
+                failure = error
+        if failure is not None:
+            raise failure
+        raise OutboundRefused(refusals[0] if refusals else f"no address found for {host}")
+
+
+class _GuardedTransport(httpx.HTTPTransport):
+    def __init__(self, policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(verify=ssl_context)
+        # The pool httpx built, rebuilt around the guarded backend (httpx takes no backend).
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=_GuardedBackend(policy),
+        )
+
+
+def guarded_client(policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> httpx.Client:
+    """A pooled client whose every connection, redirects included, passes the policy."""
+    return httpx.Client(
+        transport=_GuardedTransport(policy, ssl_context),
+        timeout=httpx.Timeout(ACTION_TIMEOUT_S),
+        follow_redirects=True,
+        max_redirects=MOST_REDIRECTS,
+        trust_env=False,
+    )
+
+
+def tls_context(extra_ca_file: str | None) -> ssl.SSLContext:
+    """A TLS context for actions: the system's roots, plus a development CA if one is set."""
+    context = ssl.create_default_context()
+    if extra_ca_file:
+        context.load_verify_locations(cafile=extra_ca_file)
+    return context

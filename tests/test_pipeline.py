@@ -1,0 +1,238 @@
+"""Jobs run (SPEC.md section 4): due index, timer tick, queue, executor, history, on real Azurite
+and real HTTP targets, with the clock in the test's hands."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from shared.store import Preconditions, Store
+from tests.pipeline import START, Pipeline
+from tests.targets import Target
+
+MINUTE = timedelta(minutes=1)
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[Target]:
+    server = Target()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pipeline(storage: str) -> Pipeline:
+    return Pipeline(storage)
+
+
+def http(target: Target, path: str, **request: Any) -> dict[str, Any]:
+    return {"type": "Http", "request": {"uri": target.url(path), "method": "POST", "body": "hello"} | request}
+
+
+def job_at(target: Target, path: str, start: Any = START, **properties: Any) -> dict[str, Any]:
+    return {"startTime": start.isoformat(), "action": http(target, path)} | properties
+
+
+def test_a_one_off_job_runs_once_with_its_identity_and_completes(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/one-off", 200, b"done")
+    job = pipeline.put_job("one-off", job_at(target, "/one-off"))
+    assert pipeline.advance(timedelta(seconds=30)) == 0  # not due yet: nothing on the queue
+    assert pipeline.advance(timedelta(seconds=30)) == 1
+    [call] = target.received("/one-off")
+    assert call.method == "POST"
+    assert call.body == b"hello"
+    assert call.headers["x-ms-scheduler-jobid"] == job.arm_id
+    assert call.headers["x-ms-scheduler-jobcollectionid"] == job.collection.arm_id
+    assert call.headers["x-ms-scheduler-expected-execution-time"] == START.isoformat().replace("+00:00", "Z")
+    assert len(call.headers["x-ms-scheduler-execution-id"]) == 32
+    [entry] = pipeline.history(job)
+    assert entry["status"] == "Completed"
+    assert "'200 OK'" in entry["message"]
+    assert entry["message"].endswith("done")
+    properties = pipeline.job(job).document
+    assert properties["definition"]["state"] == "Completed"
+    assert properties["status"]["executionCount"] == 1
+    assert pipeline.advance(timedelta(hours=1)) == 0
+
+
+def test_a_recurring_job_runs_every_occurrence_then_completes_at_count(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/count", 200)
+    job = pipeline.put_job("count", job_at(target, "/count", recurrence={"frequency": "Minute", "interval": 1, "count": 3}))
+    for _ in range(5):
+        pipeline.advance(MINUTE)
+    calls = target.received("/count")
+    expected = [call.headers["x-ms-scheduler-expected-execution-time"] for call in calls]
+    assert expected == [(START + n * MINUTE).isoformat().replace("+00:00", "Z") for n in range(3)]
+    document = pipeline.job(job).document
+    assert document["definition"]["state"] == "Completed"
+    assert document["status"]["executionCount"] == 3
+    assert [entry["repeatCount"] for entry in pipeline.history(job)] == [1, 2, 3]
+
+
+def test_a_failing_target_is_retried_per_policy_then_the_error_action_runs(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/down", 503, b"busy")
+    target.answer("/alarm", 200)
+    action = http(target, "/down") | {
+        "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": 2},
+        "errorAction": http(target, "/alarm"),
+    }
+    job = pipeline.put_job("down", {"startTime": START.isoformat(), "action": action})
+    pipeline.advance(MINUTE)
+    assert len(target.received("/down")) == 1
+    pipeline.advance(timedelta(seconds=19))
+    assert len(target.received("/down")) == 1  # the retry waits its interval
+    pipeline.advance(timedelta(seconds=1))
+    assert len(target.received("/down")) == 2
+    pipeline.advance(timedelta(seconds=20))
+    assert len(target.received("/down")) == 3
+    assert len(target.received("/alarm")) == 1
+    history = pipeline.history(job)
+    assert [(e["actionName"], e["status"], e["retryCount"]) for e in history] == [
+        ("MainAction", "Failed", 0), ("MainAction", "Failed", 1), ("MainAction", "Failed", 2),
+        ("ErrorAction", "Completed", 0),
+    ]  # fmt: skip
+    assert "'503 Service Unavailable'" in history[0]["message"]
+    status = pipeline.job(job).document["status"]
+    assert (status["executionCount"], status["failureCount"], status["faultedCount"]) == (3, 3, 1)
+    # Its only occurrence faulted: a one-off job ends Faulted (README, execution decisions).
+    assert pipeline.job(job).document["definition"]["state"] == "Faulted"
+
+
+def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/dup", 200)
+    job = pipeline.put_job("dup", job_at(target, "/dup", recurrence={"frequency": "Minute", "interval": 1}))
+    seen: list[str] = []
+
+    def twice(text: str, deliveries: int) -> None:
+        seen.append(text)
+        pipeline.executor.handle(text, deliveries)
+        pipeline.executor.handle(text, deliveries)  # the same message again, as at-least-once allows
+
+    pipeline.advance(MINUTE, on_message=twice)
+    assert len(seen) == 1
+    assert len(target.received("/dup")) == 1
+    assert len(pipeline.history(job)) == 1
+
+
+def test_a_redefined_job_never_runs_the_old_action(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/old", 200)
+    target.answer("/new", 200)
+    schedule = {"recurrence": {"frequency": "Minute", "interval": 1}}
+    job = pipeline.put_job("redefined", job_at(target, "/old", **schedule))
+    pipeline.advance(MINUTE)
+    assert len(target.received("/old")) == 1
+    pipeline.advance(timedelta(seconds=30))
+    pipeline.put_job("redefined", job_at(target, "/new", start=START + 2 * MINUTE, **schedule))
+    pipeline.advance(timedelta(seconds=30))  # the old definition's 2nd occurrence was due now
+    pipeline.advance(MINUTE)
+    assert len(target.received("/old")) == 1
+    assert len(target.received("/new")) == 1
+    assert pipeline.job(job).document["status"]["executionCount"] == 2  # the counts carry over
+
+
+def test_a_deleted_job_stops_at_once(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/deleted", 200)
+    job = pipeline.put_job("deleted", job_at(target, "/deleted", recurrence={"frequency": "Minute", "interval": 1}))
+    pipeline.advance(MINUTE)
+    pipeline.store.delete_job(job, Preconditions())
+    pipeline.advance(MINUTE)
+    pipeline.advance(MINUTE)
+    assert len(target.received("/deleted")) == 1
+
+
+def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postponed(
+    pipeline: Pipeline, target: Target
+) -> None:
+    target.answer("/missed", 200)
+    job = pipeline.put_job("missed", job_at(target, "/missed", recurrence={"frequency": "Minute", "interval": 1}))
+    pipeline.advance(timedelta(seconds=30))
+    assert pipeline.jump(timedelta(minutes=10, seconds=50)) == 1  # down from START + 30 s
+    [call] = target.received("/missed")
+    assert call.headers["x-ms-scheduler-expected-execution-time"] == (
+        (START + 10 * MINUTE).isoformat().replace("+00:00", "Z")
+    )
+    history = pipeline.history(job)
+    assert [entry["status"] for entry in history] == ["Postponed"] * 10 + ["Completed"]
+    assert [entry["expectedExecutionTime"] for entry in history] == [
+        (START + n * MINUTE).isoformat().replace("+00:00", "Z") for n in range(11)
+    ]
+    pipeline.advance(timedelta(seconds=40))
+    assert len(target.received("/missed")) == 2  # and the schedule goes on
+
+
+def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage: str, target: Target) -> None:
+    class FailingStore(Store):
+        """Fault injection: the outcome cannot be written for the first five tries."""
+
+        failures = 5
+
+        def settle_job(self, *args: Any, **kwargs: Any) -> bool:
+            if FailingStore.failures > 0:
+                FailingStore.failures -= 1
+                raise ConnectionError("storage unavailable")
+            return super().settle_job(*args, **kwargs)
+
+    pipeline = Pipeline(storage, store=FailingStore.from_connection_string(storage))
+    target.answer("/poison", 200)
+    no_retries = http(target, "/poison") | {"retryPolicy": {"retryType": "None"}}
+    job = pipeline.put_job("poison", job_at(target, "/poison", action=no_retries,
+                                            recurrence={"frequency": "Minute", "interval": 1}))  # fmt: skip
+    pipeline.advance(MINUTE)
+    assert len(pipeline.poisoned) == 1
+    assert len(target.received("/poison")) == 5  # at least once: every delivery tried it
+    [entry] = pipeline.history(job)
+    assert entry["status"] == "Failed"
+    assert "gave up" in entry["message"]
+    pipeline.advance(MINUTE)  # the job itself goes on
+    assert len(target.received("/poison")) == 6
+
+
+def test_a_crash_between_recording_and_sending_loses_no_occurrence(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/crash", 200)
+    job = pipeline.put_job("crash", job_at(target, "/crash", recurrence={"frequency": "Minute", "interval": 1}))
+    real_dispatch = pipeline.dispatcher.dispatch
+    crashes = iter([True])
+
+    def crash_once(deliveries: Any, now: Any) -> None:
+        if next(crashes, False):
+            raise ConnectionError("the process died here")
+        real_dispatch(deliveries, now)
+
+    pipeline.dispatcher.dispatch = crash_once  # type: ignore[method-assign]
+    pipeline.advance(MINUTE)  # ran and recorded, then failed to send; delivered again
+    assert len(target.received("/crash")) == 1
+    pipeline.advance(MINUTE)
+    pipeline.advance(MINUTE)
+    assert len(target.received("/crash")) == 3
+    assert len(pipeline.history(job)) == 3
+
+
+def test_a_tick_reads_only_the_due_rows(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/later", 200)
+    for n in range(30):
+        pipeline.put_job(f"far-{n}", job_at(target, "/later", start=START + timedelta(days=2)))
+    pipeline.put_job("soon", job_at(target, "/later"))
+    queried: list[int] = []
+    real_due = pipeline.index.due
+
+    def counting(since: Any, until: Any) -> Any:
+        rows = real_due(since, until)
+        queried.append(len(rows))
+        return rows
+
+    pipeline.index.due = counting  # type: ignore[method-assign]
+    pipeline.advance(MINUTE)
+    assert sum(queried) == 1
+    assert len(target.received("/later")) == 1
+
+
+def test_messages_on_the_queue_are_json_with_the_attempt(pipeline: Pipeline, target: Target) -> None:
+    pipeline.put_job("shape", job_at(target, "/shape", start=START - MINUTE))
+    [message] = pipeline.messages()
+    assert message["job"]["job"] == "shape"
+    assert message["attempt"]["action"] == "MainAction"
+    assert json.dumps(message)
