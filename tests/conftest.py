@@ -60,6 +60,11 @@ def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "AzureWebJobsStorage": storage,
         "SCHEDULER_FUNCTION_KEY": key,
         "SCHEDULER_PORT": str(port),
+        # Tick every second and look 2 s ahead, so that a job due in a few seconds takes the
+        # due index's path (horizon 4 s) within a test's patience.
+        "SCHEDULER_TICK_SCHEDULE": "* * * * * *",
+        "SCHEDULER_LOOKAHEAD_SECONDS": "2",
+        "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32,localhost",
     }
     with log_path.open("wb") as log:
         host = subprocess.Popen(
