@@ -4,7 +4,7 @@ import json
 
 import azure.functions as func
 
-from shared import openapi, runtime, timer
+from shared import openapi, retention, runtime, timer
 from shared.arm import serve
 from shared.routes import ROUTES, Route
 
@@ -27,6 +27,12 @@ def due_attempts_timer(tick: func.TimerRequest) -> None:
     """Hands attempts due within the look-ahead from the due index to the execution queue."""
     lookahead = runtime.settings().lookahead
     timer.tick(runtime.due_index(), runtime.dispatcher(), runtime.now(), lookahead)
+
+
+@app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_CLEANUP_SCHEDULE%", run_on_startup=False)
+def retention_timer(tick: func.TimerRequest) -> None:
+    """Removes history and finished jobs past what SPEC.md keeps."""
+    retention.clean_up(runtime.store(), runtime.now())
 
 
 @app.queue_trigger(

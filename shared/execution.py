@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.job_documents import fresh_status, occurrences_of
@@ -27,6 +27,7 @@ from shared.wire import iso, parse_iso
 MOST_POSTPONED_RECORDED = 1000
 _TICKS_PER_SECOND = 10_000_000
 _LATEST_TICKS = 10**19  # history ids count down from here, so that the newest sorts first
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class Attempt:
     @property
     def starts_occurrence(self) -> bool:
         return self.action is ActionName.MAIN_ACTION and self.retry == 0
+
+    @staticmethod
+    def expected_of_history_id(entry_id: str) -> datetime:
+        """The expected time an entry id encodes (its first 20 digits count down in ticks)."""
+        ticks = _LATEST_TICKS - int(entry_id[:20])
+        return _EPOCH + timedelta(microseconds=ticks // 10)
 
     @property
     def history_id(self) -> str:
@@ -323,6 +330,8 @@ def settle(document: dict[str, Any], run: Run, outcome: Outcome, now: datetime) 
         for expected in run.postponed
     ]
     history.append((attempt.history_id, _entry(attempt, outcome, document, run)))
+    # Counted so that the daily clean-up reads only the history of jobs that have too much.
+    changes["historyCount"] = document.get("historyCount", 0) + len(history)
     if not attempt.run_now and attempt.starts_occurrence:
         changes["occurrences"] = document.get("occurrences", 0) + run.passed
     if attempt.action is ActionName.MAIN_ACTION:

@@ -365,17 +365,33 @@ class Store:
         found = self._jobs.table.query_entities(query, parameters=parameters)
         return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
 
-    def _delete_history(self, job: JobId) -> None:
+    def history_ids(self, job: JobId, after: str = "") -> list[str]:
+        """The ids of a job's history entries (only those sorting after `after`), newest first."""
         low, high = _history_range(job)
         keys = self._jobs.table.query_entities(
             "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high",
-            parameters={"pk": job.partition, "low": low, "high": high},
+            parameters={"pk": job.partition, "low": low + after, "high": high},
             select=["RowKey"],
         )
+        return [key["RowKey"][len(low) :] for key in keys]
+
+    def remove_history(self, job: JobId, entry_ids: Iterable[str]) -> None:
+        low, _ = _history_range(job)
         submit_batches(
             self._jobs.table,
-            (("delete", {"PartitionKey": job.partition, "RowKey": key["RowKey"]}) for key in keys),
+            (
+                ("delete", {"PartitionKey": job.partition, "RowKey": low + entry})
+                for entry in entry_ids
+            ),
         )
+
+    def _delete_history(self, job: JobId) -> None:
+        self.remove_history(job, self.history_ids(job))
+
+    def all_collections(self) -> Iterator[Stored[CollectionId]]:
+        """Every collection of every subscription (for maintenance, not for requests)."""
+        for entity in self._collections.table.list_entities():
+            yield self._collections.from_entity(entity)
 
     # --- execution ------------------------------------------------------------------------
 

@@ -1,0 +1,63 @@
+"""Retention (SPEC.md limits): 60 days and 1,000 entries of history; finished jobs for 60 days."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from shared.collections import CollectionBody, new_collection
+from shared.execution import Attempt
+from shared.retention import KEPT_FOR, MOST_HISTORY, clean_up, expired, history_to_remove
+from shared.store import Preconditions
+from tests.pipeline import START, Pipeline
+from tests.targets import Target
+
+NOW = START
+
+
+def ids_every_hour(count: int) -> list[str]:
+    """History ids of hourly entries ending now, newest first."""
+    return [Attempt(NOW - timedelta(hours=n)).history_id for n in range(count)]
+
+
+def test_history_beyond_the_last_1000_entries_or_60_days_goes() -> None:
+    ids = ids_every_hour(1200)
+    assert history_to_remove(ids, NOW) == ids[MOST_HISTORY:]
+    daily = [Attempt(NOW - timedelta(days=n)).history_id for n in range(100)]
+    assert history_to_remove(daily, NOW) == daily[61:]
+    assert Attempt.expected_of_history_id(daily[7]) == NOW - timedelta(days=7)
+
+
+def test_finished_jobs_expire_60_days_after_they_ended() -> None:
+    ended = {"definition": {"state": "Completed"}, "endedAt": (NOW - KEPT_FOR).isoformat()}
+    assert expired(ended, NOW)
+    assert not expired(ended, NOW - timedelta(seconds=1))
+    assert not expired({"definition": {"state": "Enabled"}}, NOW)
+
+
+def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> None:
+    pipeline = Pipeline(storage)
+    body = CollectionBody.model_validate({"location": "West Europe", "properties": {"sku": {"name": "P20Premium"}}})
+    pipeline.store.save_collection(pipeline.collection, new_collection(body), Preconditions())
+    target = Target()
+    target.answer("/kept", 200)
+    busy = pipeline.put_job("busy", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}},
+                                     "startTime": (NOW + timedelta(days=1)).isoformat(),
+                                     "recurrence": {"frequency": "Hour", "interval": 1}})  # fmt: skip
+    entries = [(entry_id, {"status": "Completed"}) for entry_id in ids_every_hour(1100)]
+    pipeline.store.add_history(busy, entries)
+    stored = pipeline.job(busy)
+    assert pipeline.store.settle_job(stored, {**stored.document, "historyCount": 1100}, [])
+    finished = pipeline.put_job("finished", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}}})
+    pipeline.advance(timedelta(seconds=1))
+    assert pipeline.job(finished).document["definition"]["state"] == "Completed"
+
+    clean_up(pipeline.store, NOW)  # the finished job ended moments ago: it stays
+    assert pipeline.store.job(finished) is not None
+    assert pipeline.store.history_ids(busy) == [entry_id for entry_id, _ in entries[:MOST_HISTORY]]
+    assert pipeline.job(busy).document["historyCount"] == MOST_HISTORY
+
+    later = NOW + timedelta(days=61)
+    clean_up(pipeline.store, later)
+    assert pipeline.store.job(finished) is None
+    assert pipeline.store.history_ids(busy) == []  # every entry is now older than 60 days
+    target.close()
