@@ -102,6 +102,7 @@ def test_a_failed_timer_run_does_not_stop_the_timer() -> None:
 SETTINGS = QueueSettings(
     batch_size=4, new_batch_threshold=2, max_dequeue_count=3,
     visibility_timeout=timedelta(0), max_polling_interval=timedelta(milliseconds=200),
+    lease=timedelta(seconds=3),
 )  # fmt: skip
 
 
@@ -194,3 +195,21 @@ def test_a_batch_runs_in_parallel(started: Callable[..., QueueClient]) -> None:
 
     started(meet, waiting=[f"parallel {n}" for n in range(4)])
     until(lambda: len(done) == 4, "all four got past the barrier together")
+
+
+def test_a_long_run_keeps_its_message_hidden_and_a_second_host_does_not_get_it(
+    started: Callable[..., QueueClient],
+) -> None:
+    """The hold is renewed while the function runs (3 s hold here, a 5 s run)."""
+    calls: list[int] = []
+
+    def slow(msg: Any) -> None:
+        calls.append(msg.dequeue_count)
+        time.sleep(5)
+
+    queue = started(slow, waiting=["long"])
+    started(slow)  # a second host on the same queue, as when the app is scaled out
+    until(lambda: len(calls) == 1, "the message runs")
+    time.sleep(5.5)
+    assert calls == [1]
+    until(lambda: queue.get_queue_properties().approximate_message_count == 0, "it is deleted")
