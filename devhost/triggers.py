@@ -38,8 +38,13 @@ PAST_DUE_AFTER = timedelta(seconds=1)
 FIRST_POLL_S = 0.1
 
 
-def triggers_of(functions: list[Any], queues: dict[str, Any], connection_string: str) -> list[Any]:
-    """A runner for each timer and queue function among `app.get_functions()`."""
+def triggers_of(
+    functions: list[Any], queues: dict[str, Any], connection_string: str, **client_options: Any
+) -> list[Any]:
+    """A runner for each timer and queue function among `app.get_functions()`.
+
+    `client_options` go to the queue clients (a benchmark counts their requests with them).
+    """
     settings = QueueSettings.from_host_json(queues)
     found: list[Any] = []
     for function in functions:
@@ -56,7 +61,14 @@ def triggers_of(functions: list[Any], queues: dict[str, Any], connection_string:
             )
         elif trigger["type"] == "queueTrigger":
             found.append(
-                QueueTrigger(call, argument, trigger["queueName"], connection_string, settings)
+                QueueTrigger(
+                    call,
+                    argument,
+                    trigger["queueName"],
+                    connection_string,
+                    settings,
+                    **client_options,
+                )
             )
     return found
 
@@ -164,12 +176,15 @@ class QueueTrigger:
         queue_name: str,
         connection_string: str,
         settings: QueueSettings,
+        **client_options: Any,
     ) -> None:
         self._function, self._argument, self._settings = function, argument, settings
         self._queue_name = resolve_setting(queue_name)
-        self._queue = QueueClient.from_connection_string(connection_string, self._queue_name)
+        self._queue = QueueClient.from_connection_string(
+            connection_string, self._queue_name, **client_options
+        )
         self._poison = QueueClient.from_connection_string(
-            connection_string, f"{self._queue_name}-poison"
+            connection_string, f"{self._queue_name}-poison", **client_options
         )
         self._stop = threading.Event()
         self._running = 0

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 from azure.core.exceptions import ResourceExistsError
+from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
@@ -27,6 +30,25 @@ from shared.store import Store
 EXECUTIONS_QUEUE = "executions"
 
 
+class StorageRequestCounter(SansIOHTTPPolicy):  # type: ignore[type-arg]
+    """Counts the storage requests this process sends, retries included (a batch is one)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def on_request(self, request: Any) -> None:
+        with self._lock:
+            self._count += 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+
+STORAGE_REQUESTS = StorageRequestCounter()
+
+
 def now() -> datetime:
     """The current instant, the one place the app reads the clock."""
     return datetime.now(UTC)
@@ -39,7 +61,9 @@ def settings() -> Settings:
 
 @functools.cache
 def _tables() -> TableServiceClient:
-    return TableServiceClient.from_connection_string(settings().storage_connection)
+    return TableServiceClient.from_connection_string(
+        settings().storage_connection, per_retry_policies=[STORAGE_REQUESTS]
+    )
 
 
 @functools.cache
@@ -57,6 +81,7 @@ def execution_queue() -> QueueClient:
         settings().storage_connection,
         EXECUTIONS_QUEUE,
         message_encode_policy=TextBase64EncodePolicy(),
+        per_retry_policies=[STORAGE_REQUESTS],
     )
     with contextlib.suppress(ResourceExistsError):
         queue.create_queue()

@@ -54,8 +54,15 @@ def storage() -> Iterator[str]:
 def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     """The function app served by the local host, as `make run` serves it, on Azurite."""
     port, key = azurite.free_port(), secrets.token_urlsafe(24)
-    # A file, not a pipe: a pipe nobody reads fills up and blocks the host mid-request.
     log_path = tmp_path_factory.mktemp("devhost") / "output.log"
+    host = launch_host(storage, port, key, log_path)
+    yield Service(f"http://127.0.0.1:{port}", key, storage)
+    host.terminate()
+    host.wait(timeout=10)
+
+
+def launch_host(storage: str, port: int, key: str, log_path: Path) -> subprocess.Popen[bytes]:
+    """`python -m devhost` on `storage`, answering on `port`; its output appended to `log_path`."""
     environment = os.environ | {
         "AzureWebJobsStorage": storage,
         "SCHEDULER_FUNCTION_KEY": key,
@@ -66,7 +73,8 @@ def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "SCHEDULER_LOOKAHEAD_SECONDS": "2",
         "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32,localhost",
     }
-    with log_path.open("wb") as log:
+    # A file, not a pipe: a pipe nobody reads fills up and blocks the host mid-request.
+    with log_path.open("ab") as log:
         host = subprocess.Popen(
             [sys.executable, "-m", "devhost", "--no-azurite", "--own-host"],
             cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
@@ -77,9 +85,7 @@ def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             host.kill()
             pytest.fail(f"the local host did not start:\n{log_path.read_text()[-3000:]}")
         time.sleep(0.05)
-    yield Service(f"http://127.0.0.1:{port}", key, storage)
-    host.terminate()
-    host.wait(timeout=10)
+    return host
 
 
 @pytest.fixture

@@ -93,10 +93,14 @@ def _handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
             certificate = None
             if isinstance(self.connection, ssl.SSLSocket):
                 certificate = self.connection.getpeercert() or None
+            headers: dict[str, str] = {}
+            for name, value in self.headers.items():  # a repeated header shows all its values
+                key = name.lower()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
             received = Received(
                 method=self.command,
                 path=self.path.split("?")[0],
-                headers={name.lower(): value for name, value in self.headers.items()},
+                headers=headers,
                 body=body,
                 at=datetime.now(UTC),
                 client_certificate=certificate,

@@ -76,12 +76,14 @@ def perform(performer: HttpActions, action: dict[str, Any]) -> tuple[bool, str]:
 
 def test_method_headers_and_body_are_sent_and_a_2xx_succeeds(target: Target) -> None:
     target.answer("/plain", 202, b"accepted")
-    succeeded, message = perform(actions(), request(target.url("/plain"), "PUT", headers={"X-Custom": "1"}, body="{}"))
+    headers = {"X-Custom": "1", "X-MS-Scheduler-JobId": "forged"}
+    succeeded, message = perform(actions(), request(target.url("/plain"), "PUT", headers=headers, body="{}"))
     assert succeeded
     assert message == "Http Action - Response from host '127.0.0.1': '202 Accepted' Body: accepted"
     [call] = target.received("/plain")
     assert (call.method, call.body, call.headers["x-custom"]) == ("PUT", b"{}", "1")
     assert call.headers["x-ms-scheduler-execution-id"] == execution_id(JOB, ATTEMPT)
+    assert call.headers["x-ms-scheduler-jobid"] == JOB.arm_id
 
 
 def test_any_other_status_fails_and_history_keeps_2048_bytes_of_the_body(target: Target) -> None:

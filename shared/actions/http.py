@@ -32,6 +32,7 @@ from shared.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.resources import JobId
 from shared.wire import iso
 
+IDENTITY_PREFIX = "x-ms-scheduler-"
 MOST_BODY_BYTES = 2048  # SPEC: history keeps up to 2,048 bytes of the response body
 _MOST_CERTIFICATE_CLIENTS = 32
 
@@ -56,7 +57,13 @@ class HttpActions:
         host = httpx.URL(uri).host
         authentication = request.get("authentication") or {}
         kind = authentication.get("type")
-        headers = {**(request.get("headers") or {}), **identity_headers(job, attempt)}
+        # The job's own headers, except any that would pass for the service's identity headers.
+        own = {
+            name: value
+            for name, value in (request.get("headers") or {}).items()
+            if not name.lower().startswith(IDENTITY_PREFIX)
+        }
+        headers = {**own, **identity_headers(job, attempt)}
         client, auth = self._client, None
         try:
             if kind == HttpAuthenticationType.BASIC.value:

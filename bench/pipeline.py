@@ -1,0 +1,418 @@
+"""The execution pipeline under load: lateness, storage requests per execution, timer rows, memory.
+
+The benchmark process is the host: it loads function_app and runs its timer and queue triggers
+with the local host's own runners, on a fresh Azurite, as `make run` does. HTTP targets run in a
+separate process and note, for every call, how late it came (arrival minus the
+`x-ms-scheduler-expected-execution-time` header). Jobs are saved as the API saves them.
+
+Phases (issue 4's targets):
+  lone     one job at a time (a one-off every 2 s): lateness p99 <= 200 ms
+  load     3,000 jobs once a minute, spread over the minute (50 executions/s), for the soak:
+           lateness p50 <= 150 ms and p99 <= 1 s over 5 minutes; storage requests per execution
+           <= 4.5; RSS growth <= 10% over 10 minutes
+  ramp     more jobs, step by step, while p99 stays under 1 s: the highest sustained rate
+  raw      Azurite's own queue send + receive + delete rate, for the ratio
+  tick     rows and requests of a tick with 1,000 due rows, alone and among 100,000 not due
+Run with `python -m bench.pipeline` (about 25 minutes); results go to bench/results/pipeline.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from azure.storage.queue import QueueClient
+
+from bench.schedule import machine
+from devhost import azurite
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).parent / "results" / "pipeline.md"
+
+
+# --- the target, in its own process -------------------------------------------------------------
+
+
+def _serve_target(port_out: Any, log_path: str) -> None:
+    """Answer 200 to everything; append `<arrival - expected in ms>` per call to `log_path`."""
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            arrived = time.time()
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            expected = self.headers.get("x-ms-scheduler-expected-execution-time", "")
+            moment = datetime.fromisoformat(expected.replace("Z", "+00:00")).timestamp()
+            with lock:
+                log.write(f"{arrived:.4f} {(arrived - moment) * 1000:.1f}\n")
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    port_out.send(server.server_address[1])
+    server.serve_forever()
+
+
+class Calls:
+    """What the target process noted: (arrival as epoch seconds, lateness in ms)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def since(self, moment: float, until: float = float("inf")) -> list[float]:
+        found = []
+        for line in self.path.read_text().splitlines():
+            arrived, late = (float(part) for part in line.split())
+            if moment <= arrived < until:
+                found.append(late)
+        return found
+
+
+# --- the host, in this process ------------------------------------------------------------------
+
+
+class Host:
+    def __init__(self, storage: str, target_url: str) -> None:
+        os.environ.update({
+            "AzureWebJobsStorage": storage,
+            "SCHEDULER_TICK_SCHEDULE": "0 * * * * *",
+            "SCHEDULER_LOOKAHEAD_SECONDS": "90",
+            "SCHEDULER_CLEANUP_SCHEDULE": "0 0 0 1 1 *",
+            "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32",
+        })  # fmt: skip
+        sys.path.insert(0, str(ROOT))
+        import function_app  # noqa: PLC0415 (reads its settings when imported)
+        from devhost.triggers import triggers_of  # noqa: PLC0415
+        from shared import runtime  # noqa: PLC0415
+
+        self.runtime = runtime
+        self.target_url = target_url
+        queues = json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]
+        functions = function_app.app.get_functions()
+        self.runners = triggers_of(functions, queues, storage, per_retry_policies=[runtime.STORAGE_REQUESTS])
+        for runner in self.runners:
+            threading.Thread(target=runner.run, daemon=True).start()
+        self.collection = self._collection()
+
+    def _collection(self) -> Any:
+        from shared.collections import CollectionBody, new_collection  # noqa: PLC0415
+        from shared.resources import CollectionId  # noqa: PLC0415
+        from shared.store import Preconditions  # noqa: PLC0415
+
+        collection = CollectionId("bench", "pipeline", f"jc-{uuid.uuid4().hex[:6]}")
+        body = CollectionBody.model_validate({
+            "location": "West Europe",
+            "properties": {"sku": {"name": "P20Premium"}, "quota": {"maxJobCount": 100_000}},
+        })  # fmt: skip
+        self.runtime.store().save_collection(collection, new_collection(body), Preconditions())
+        return collection
+
+    def put_jobs(self, bodies: list[dict[str, Any]]) -> None:
+        """Save jobs as the API's PUT does (its definition rules are the same code)."""
+        from shared.collections import SkuName  # noqa: PLC0415
+        from shared.execution import Delivery, defined_document  # noqa: PLC0415
+        from shared.job_documents import stored_definition  # noqa: PLC0415
+        from shared.jobs import JobBody  # noqa: PLC0415
+        from shared.resources import JobId  # noqa: PLC0415
+        from shared.store import Preconditions  # noqa: PLC0415
+
+        store, dispatcher, now = self.runtime.store(), self.runtime.dispatcher(), self.runtime.now
+
+        def put(body: dict[str, Any]) -> None:
+            job = JobId(self.collection, f"job-{uuid.uuid4().hex[:12]}")
+            properties = JobBody.model_validate({"properties": body}).properties
+            defined_at = now()
+            document, pending = defined_document(stored_definition(properties, sku=SkuName.P20_PREMIUM), defined_at)
+            dispatcher.dispatch([Delivery(job, document["definedAt"], entry) for entry in pending], defined_at)
+            store.save_job(job, document, Preconditions(), store.job_slot(job))
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, bodies))
+
+    def job_body(self, start: datetime, recurring: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "startTime": start.isoformat(),
+            "action": {"type": "Http", "request": {"uri": self.target_url, "method": "POST", "body": "x"},
+                       "retryPolicy": {"retryType": "None"}},
+        }  # fmt: skip
+        if recurring:
+            body["recurrence"] = {"frequency": "Minute", "interval": 1}
+        return body
+
+    @property
+    def storage_requests(self) -> int:
+        return self.runtime.STORAGE_REQUESTS.count
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else float("nan")
+
+
+def spread_minute(count: int, first: datetime) -> list[datetime]:
+    """`count` start times spread evenly over one minute from `first`."""
+    return [first + timedelta(seconds=60 * n / count) for n in range(count)]
+
+
+# --- phases -------------------------------------------------------------------------------------
+
+
+def lone(host: Host, calls: Calls, jobs: int) -> dict[str, float]:
+    first = datetime.now(UTC) + timedelta(seconds=10)
+    host.put_jobs([host.job_body(first + timedelta(seconds=2 * n), recurring=False) for n in range(jobs)])
+    began = first.timestamp() - 1
+    time.sleep((first - datetime.now(UTC)).total_seconds() + 2 * jobs + 3)
+    late = calls.since(began)
+    return {"calls": len(late), "p50": statistics.median(late), "p99": percentile(late, 0.99), "max": max(late)}
+
+
+def load(host: Host, calls: Calls, jobs: int, warm_up: float, measure: float, soak: float,
+         log: Callable[[str], None]) -> dict[str, float]:  # fmt: skip
+    first = (datetime.now(UTC) + timedelta(seconds=30)).replace(microsecond=0)
+    host.put_jobs([host.job_body(start, recurring=True) for start in spread_minute(jobs, first)])
+    log(f"load: {jobs} jobs saved; first due {first:%H:%M:%S}")
+    time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds()) + warm_up)
+    began, requests_before, rss_start = time.time(), host.storage_requests, rss_mib()
+    time.sleep(measure)
+    ended, requests_after = time.time(), host.storage_requests
+    late = calls.since(began, ended)
+    samples = [rss_start]
+    while time.time() < began + soak:
+        time.sleep(min(30.0, began + soak - time.time()))
+        samples.append(rss_mib())
+        log(f"load: RSS {samples[-1]:.1f} MiB")
+    return {
+        "rate": len(late) / (ended - began),
+        "p50": statistics.median(late),
+        "p99": percentile(late, 0.99),
+        "requests_per_execution": (requests_after - requests_before) / max(len(late), 1),
+        "rss_start": rss_start,
+        "rss_end": samples[-1],
+        "rss_max": max(samples),
+    }
+
+
+def ramp(host: Host, calls: Calls, start_jobs: int, step: int, most: int, measure: float,
+         log: Callable[[str], None]) -> list[tuple[int, float, float, float]]:  # fmt: skip
+    """Add `step` jobs at a time; (jobs, executions/s, p50, p99) per step, until p99 >= 1 s."""
+    found = []
+    jobs = start_jobs
+    while jobs + step <= most:
+        first = (datetime.now(UTC) + timedelta(seconds=20)).replace(microsecond=0)
+        host.put_jobs([host.job_body(start, recurring=True) for start in spread_minute(step, first)])
+        jobs += step
+        time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds()) + 60)
+        began = time.time()
+        time.sleep(measure)
+        late = calls.since(began, time.time())
+        found.append((jobs, len(late) / measure, statistics.median(late), percentile(late, 0.99)))
+        log(f"ramp: {jobs} jobs, {found[-1][1]:.1f}/s, p99 {found[-1][3]:.0f} ms")
+        if found[-1][3] >= 1000:
+            break
+    return found
+
+
+def raw_queue_rate(storage: str, seconds: float = 10.0) -> float:
+    """Messages per second through send + receive + delete, 16 threads, straight to Azurite."""
+    queue = QueueClient.from_connection_string(storage, f"raw{uuid.uuid4().hex[:8]}")
+    queue.create_queue()
+    done = 0
+    lock = threading.Lock()
+    deadline = time.time() + seconds
+
+    def worker() -> None:
+        nonlocal done
+        while time.time() < deadline:
+            queue.send_message("x" * 300)
+            for message in queue.receive_messages(messages_per_page=1, max_messages=1):
+                queue.delete_message(message)
+                with lock:
+                    done += 1
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return done / seconds
+
+
+def tick_rows(host: Host, due: int, extra: int) -> list[tuple[int, int, int]]:
+    """(rows not due, rows a tick read, requests it made), with and without `extra` rows."""
+    from shared.due_index import DueIndex  # noqa: PLC0415
+    from shared.execution import Attempt, Delivery, Pending  # noqa: PLC0415
+    from shared.resources import JobId  # noqa: PLC0415
+    from shared.timer import tick  # noqa: PLC0415
+    from shared.dispatch import Dispatcher  # noqa: PLC0415
+    from azure.data.tables import TableServiceClient  # noqa: PLC0415
+
+    storage = os.environ["AzureWebJobsStorage"]
+    rows = []
+    for with_extra in (False, True):
+        tables = TableServiceClient.from_connection_string(storage, per_retry_policies=[host.runtime.STORAGE_REQUESTS])
+        name = f"tick{uuid.uuid4().hex[:8]}"
+        tables.create_table(name)
+        table = tables.get_table_client(name)
+        index = DueIndex(table)
+        now = datetime.now(UTC)
+        queue = QueueClient.from_connection_string(storage, f"tick{uuid.uuid4().hex[:8]}")
+        queue.create_queue()
+        dispatcher = Dispatcher(queue, index, timedelta(0))
+
+        def delivery(n: int, due: datetime) -> Any:
+            return Delivery(JobId(host.collection, f"j{n}"), "2026-01-01T00:00:00Z", Pending(Attempt(due), due))
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda n: index.add(delivery(n, now + timedelta(seconds=n % 50))), range(due)))
+        if with_extra:
+            _bulk_rows(table, extra, now, host)
+        index.set_watermark(now)
+        read: list[int] = []
+        counted_due = index.due
+
+        def counting(since: datetime, until: datetime) -> list[Any]:
+            found = counted_due(since, until)
+            read.append(len(found))
+            return found
+
+        index.due = counting  # type: ignore[method-assign]
+        before = host.storage_requests
+        tick(index, dispatcher, now, timedelta(seconds=60))
+        rows.append((extra if with_extra else 0, sum(read), host.storage_requests - before))
+    return rows
+
+
+def _bulk_rows(table: Any, count: int, now: datetime, host: Host) -> None:
+    """`count` rows due between 1 and 30 days from now, written in batches of 100 per partition."""
+    from shared.due_index import _partition, bucket_of  # noqa: PLC0415
+
+    def batch(start: int) -> None:
+        due = now + timedelta(days=1) + timedelta(minutes=5 * (start // 100))
+        partition = _partition(bucket_of(due), 0)
+        table.submit_transaction([
+            ("upsert", {"PartitionKey": partition, "RowKey": f"{int(due.timestamp() * 1e7):020d}-x-{n}",
+                        "Message": "{}"})
+            for n in range(start, start + 100)
+        ])  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(batch, range(0, count, 100)))
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--measure", type=float, default=300.0, help="seconds of lateness measured under load")
+    parser.add_argument("--soak", type=float, default=600.0, help="seconds of the memory soak")
+    parser.add_argument("--lone", type=int, default=60)
+    parser.add_argument("--ramp-step", type=int, default=1500)
+    parser.add_argument("--ramp-most", type=int, default=9000)
+    parser.add_argument("--extra-rows", type=int, default=100_000)
+    options = parser.parse_args(argv)
+
+    def log(text: str) -> None:
+        print(f"{datetime.now(UTC):%H:%M:%S} {text}", flush=True)
+
+    emulator = azurite.start()
+    calls_path = Path(tempfile.mkdtemp(prefix="bench-calls-")) / "calls.log"
+    calls_path.touch()
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    target = multiprocessing.Process(target=_serve_target, args=(sending, str(calls_path)), daemon=True)
+    target.start()
+    port = receiving.recv()
+    try:
+        host = Host(emulator.connection_string, f"http://127.0.0.1:{port}/hook")
+        calls = Calls(calls_path)
+        log("lone job")
+        alone = lone(host, calls, options.lone)
+        log(f"lone: {alone}")
+        loaded = load(host, calls, options.jobs, 60.0, options.measure, options.soak, log)
+        log(f"load: {loaded}")
+        ramped = ramp(host, calls, options.jobs, options.ramp_step, options.ramp_most, 120.0, log)
+        raw = raw_queue_rate(emulator.connection_string)
+        log(f"raw queue: {raw:.1f}/s")
+        ticks = tick_rows(host, 1000, options.extra_rows)
+        log(f"ticks: {ticks}")
+    finally:
+        target.terminate()
+        emulator.stop()
+    RESULTS.write_text(report(alone, loaded, ramped, raw, ticks, options))
+    print(RESULTS.read_text())
+    return 0
+
+
+def report(alone: dict[str, float], loaded: dict[str, float], ramped: list[tuple[int, float, float, float]],
+           raw: float, ticks: list[tuple[int, int, int]], options: argparse.Namespace) -> str:  # fmt: skip
+    sustained = [step for step in ramped if step[3] < 1000]
+    best = max([(options.jobs, loaded["rate"], loaded["p50"], loaded["p99"])] + sustained, key=lambda s: s[1])
+    growth = (loaded["rss_end"] - loaded["rss_start"]) / loaded["rss_start"] * 100
+    lines = [
+        "# Execution pipeline under load",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.pipeline` on {machine()}: this process as",
+        "the host (the local host's own trigger runners), Azurite, and an HTTP target in another process,",
+        "all on the same machine.",
+        "",
+        "| measure | result | target |",
+        "|---|---:|---:|",
+        f"| lone job lateness p50 / p99 ({alone['calls']:.0f} one-off jobs, 2 s apart) | {alone['p50']:.0f} / {alone['p99']:.0f} ms | p99 ≤ 200 ms |",
+        f"| lateness p50 under load ({options.jobs} jobs a minute, {loaded['rate']:.1f} executions/s, {options.measure:.0f} s) | {loaded['p50']:.0f} ms | ≤ 150 ms |",
+        f"| lateness p99 under the same load | {loaded['p99']:.0f} ms | ≤ 1,000 ms |",
+        f"| storage requests per execution, every request of the host counted | {loaded['requests_per_execution']:.2f} | ≤ 4.5 |",
+        f"| RSS over the {options.soak / 60:.0f}-minute soak | {loaded['rss_start']:.1f} → {loaded['rss_end']:.1f} MiB ({growth:+.1f}%, peak {loaded['rss_max']:.1f}) | growth ≤ 10% |",
+        f"| highest sustained rate with p99 < 1 s | {best[1]:.1f} executions/s ({best[0]} jobs) | |",
+        f"| Azurite's raw queue send + receive + delete, 16 threads | {raw:.1f} messages/s | |",
+        f"| ratio of the two | {best[1] / raw:.2f} | |",
+        "",
+        "Ramp (jobs once a minute, 2 minutes measured per step):",
+        "",
+        "| jobs | executions/s | p50 ms | p99 ms |",
+        "|---:|---:|---:|---:|",
+        *(f"| {jobs} | {rate:.1f} | {p50:.0f} | {p99:.0f} |" for jobs, rate, p50, p99 in ramped),
+        "",
+        "A timer tick over 1,000 due rows, without and with rows that are not due:",
+        "",
+        "| rows not due | rows the tick read | storage requests of the tick |",
+        "|---:|---:|---:|",
+        *(f"| {extra:,} | {read} | {requests} |" for extra, read, requests in ticks),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
