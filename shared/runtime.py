@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 from azure.core.exceptions import ResourceExistsError
-from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
@@ -30,14 +29,18 @@ from shared.store import Store
 EXECUTIONS_QUEUE = "executions"
 
 
-class StorageRequestCounter(SansIOHTTPPolicy):  # type: ignore[type-arg]
-    """Counts the storage requests this process sends, retries included (a batch is one)."""
+class StorageRequestCounter:
+    """Counts the storage requests this process sends, retries included (a batch is one).
+
+    It is the clients' `raw_request_hook`: the storage SDKs build their own pipelines and take
+    no extra policies, but call this hook on every try of every request.
+    """
 
     def __init__(self) -> None:
         self._count = 0
         self._lock = threading.Lock()
 
-    def on_request(self, request: Any) -> None:
+    def __call__(self, request: Any) -> None:
         with self._lock:
             self._count += 1
 
@@ -62,7 +65,7 @@ def settings() -> Settings:
 @functools.cache
 def _tables() -> TableServiceClient:
     return TableServiceClient.from_connection_string(
-        settings().storage_connection, per_retry_policies=[STORAGE_REQUESTS]
+        settings().storage_connection, raw_request_hook=STORAGE_REQUESTS
     )
 
 
@@ -81,7 +84,7 @@ def execution_queue() -> QueueClient:
         settings().storage_connection,
         EXECUTIONS_QUEUE,
         message_encode_policy=TextBase64EncodePolicy(),
-        per_retry_policies=[STORAGE_REQUESTS],
+        raw_request_hook=STORAGE_REQUESTS,
     )
     with contextlib.suppress(ResourceExistsError):
         queue.create_queue()
