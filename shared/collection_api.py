@@ -19,7 +19,7 @@ from shared.resources import (
     valid_resource_group,
     valid_subscription,
 )
-from shared.runtime import now, store
+from shared.runtime import dispatcher, now, store
 from shared.store import Stored
 
 
@@ -104,7 +104,7 @@ def _save(
     if state == enabled:
         store().set_collection_state(collection, state)
         if previous is not None and previous.document["properties"]["state"] != enabled:
-            set_job_states(stored.id, None, now())
+            set_job_states(stored.id, None, now(), store=store(), dispatcher=dispatcher())
     return stored, created
 
 

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from shared.dispatch import Dispatcher
 from shared.execution import Delivery, Pending, pending_of, resumed, with_pending
 from shared.jobs import FINAL_STATES, JobState
 from shared.resources import CollectionId
-from shared.runtime import dispatcher, store
-from shared.store import Stored
+from shared.store import Store, Stored
 
 _FINAL = {state.value for state in FINAL_STATES}
 
 
-def set_job_states(collection: CollectionId, state: JobState | None, moment: datetime) -> None:
+def set_job_states(
+    collection: CollectionId,
+    state: JobState | None,
+    moment: datetime,
+    *,
+    store: Store,
+    dispatcher: Dispatcher,
+) -> None:
     """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up."""
     changed, deliveries = [], []
-    for stored in store().jobs(collection):
+    for stored in store.jobs(collection):
         definition = stored.document["definition"]
         if definition["state"] in _FINAL:
             continue
@@ -32,5 +39,5 @@ def set_job_states(collection: CollectionId, state: JobState | None, moment: dat
         changed.append(Stored(stored.id, document, stored.etag))
         deliveries += [Delivery(stored.id, document["definedAt"], entry) for entry in added]
     # Sent before the writes, as a job's PUT does (see execution.NotYet).
-    dispatcher().dispatch(deliveries, moment)
-    store().replace_jobs(changed)
+    dispatcher.dispatch(deliveries, moment)
+    store.replace_jobs(changed)

@@ -188,7 +188,7 @@ def _save(
 
 def _set_all_states(request: ApiRequest, state: JobState) -> ApiResponse:
     collection = existing_collection(collection_id(request))
-    set_job_states(collection.id, state, now())
+    set_job_states(collection.id, state, now(), store=store(), dispatcher=dispatcher())
     return ApiResponse(200)
 
 

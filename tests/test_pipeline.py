@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from shared.collection_jobs import set_job_states
+from shared.jobs import JobState
 from shared.store import Preconditions, Store
+from shared.wire import parse_iso
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -142,6 +145,27 @@ def test_a_deleted_job_stops_at_once(pipeline: Pipeline, target: Target) -> None
     pipeline.advance(MINUTE)
     pipeline.advance(MINUTE)
     assert len(target.received("/deleted")) == 1
+
+
+def test_disabling_and_enabling_resumes_without_a_catch_up_burst(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/paused", 200)
+    job = pipeline.put_job("paused", job_at(target, "/paused", recurrence={"frequency": "Minute", "interval": 1}))
+    pipeline.advance(timedelta(minutes=1, seconds=30))
+    assert len(target.received("/paused")) == 1
+    set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock(), store=pipeline.store,
+                   dispatcher=pipeline.dispatcher)  # fmt: skip
+    assert "nextExecutionTime" not in pipeline.job(job).document["status"]
+    pipeline.advance(timedelta(minutes=10))
+    assert len(target.received("/paused")) == 1
+    set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock(), store=pipeline.store,
+                   dispatcher=pipeline.dispatcher)  # fmt: skip
+    enabled_at = pipeline.clock()
+    pipeline.advance(timedelta(seconds=59))
+    calls = target.received("/paused")
+    assert len(calls) == 2  # the next occurrence only: none of the ten missed ones
+    expected = parse_iso(calls[-1].headers["x-ms-scheduler-expected-execution-time"])
+    assert enabled_at < expected <= enabled_at + MINUTE
+    assert all(entry["status"] == "Completed" for entry in pipeline.history(job))
 
 
 def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postponed(
