@@ -8,7 +8,8 @@ Queue (host.json `extensions.queues`): messages base64-decoded when messageEncod
 up to batchSize fetched at once and more fetched while no more than newBatchThreshold are still
 in flight; a message whose function fails becomes visible again after visibilityTimeout, and
 after maxDequeueCount failures moves to `<queue>-poison`; polling backs off from 100 ms up to
-maxPollingInterval while the queue is empty.
+maxPollingInterval while the queue is empty, polls again at once after a full batch, and 100 ms
+after one that was not full.
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ class QueueTrigger:
                     pool.submit(self._handle, message)
                 if batch:
                     pause = FIRST_POLL_S
+                    if len(batch) < self._settings.batch_size:
+                        self._stop.wait(FIRST_POLL_S)
                     continue
                 self._stop.wait(pause if room else FIRST_POLL_S / 4)
                 pause = min(pause * 2, limit) if room else pause
