@@ -31,6 +31,7 @@ test: $(PYDEPS) $(NODEDEPS)
 bench: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
 	$(BIN)/python -m bench.api
+	$(BIN)/python -m bench.pipeline
 
 lint: $(PYDEPS)
 	$(BIN)/ruff check .

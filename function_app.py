@@ -1,5 +1,6 @@
 """The Azure Functions entry point: it declares the functions and hands each to `shared/`."""
 
+import asyncio
 import json
 
 import azure.functions as func
@@ -38,9 +39,13 @@ def retention_timer(tick: func.TimerRequest) -> None:
 @app.queue_trigger(
     arg_name="message", queue_name=runtime.EXECUTIONS_QUEUE, connection="AzureWebJobsStorage"
 )
-def executor(message: func.QueueMessage) -> None:
+async def executor(message: func.QueueMessage) -> None:
     """Runs one attempt of one job, then records it and schedules what follows."""
-    runtime.executor().handle(message.get_body().decode(), message.dequeue_count or 1)
+    text, deliveries = message.get_body().decode(), message.dequeue_count or 1
+    # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
+    # awaited, so that it holds no worker thread; the work itself is blocking I/O.
+    await asyncio.sleep(runtime.executor().seconds_until_due(text))
+    await asyncio.to_thread(runtime.executor().handle, text, deliveries)
 
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

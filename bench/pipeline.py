@@ -22,6 +22,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -54,6 +55,11 @@ def _serve_target(port_out: Any, log_path: str) -> None:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body are two writes: without this, Nagle holds the body back 40 ms.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_POST(self) -> None:
             arrived = time.time()
@@ -227,7 +233,8 @@ def load(
     soak: float,
     log: Callable[[str], None],
 ) -> dict[str, float]:
-    first = (datetime.now(UTC) + timedelta(seconds=30)).replace(microsecond=0)
+    # Saving runs at about 45 jobs/s here: the first occurrences come after the last is saved.
+    first = (datetime.now(UTC) + timedelta(seconds=30 + jobs / 30)).replace(microsecond=0)
     host.put_jobs([host.job_body(start, recurring=True) for start in spread_minute(jobs, first)])
     log(f"load: {jobs} jobs saved; first due {first:%H:%M:%S}")
     time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds()) + warm_up)
@@ -265,7 +272,7 @@ def ramp(
     found = []
     jobs = start_jobs
     while jobs + step <= most:
-        first = (datetime.now(UTC) + timedelta(seconds=20)).replace(microsecond=0)
+        first = (datetime.now(UTC) + timedelta(seconds=20 + step / 30)).replace(microsecond=0)
         host.put_jobs(
             [host.job_body(start, recurring=True) for start in spread_minute(step, first)]
         )

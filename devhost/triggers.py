@@ -14,9 +14,12 @@ after one that was not full.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
+import functools
+import inspect
 import logging
 import os
 import re
@@ -37,6 +40,22 @@ from croniter import croniter
 log = logging.getLogger("devhost.triggers")
 PAST_DUE_AFTER = timedelta(seconds=1)
 FIRST_POLL_S = 0.1
+
+
+def invoke(function: Callable[..., Any], **arguments: Any) -> Any:
+    """Call a function as the Python worker does: an `async def` one on the worker's one event
+    loop (its waits hold no thread), a plain one in the calling thread."""
+    result = function(**arguments)
+    if inspect.iscoroutine(result):
+        return asyncio.run_coroutine_threadsafe(result, _event_loop()).result()
+    return result
+
+
+@functools.cache
+def _event_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="worker-event-loop", daemon=True).start()
+    return loop
 
 
 def triggers_of(
@@ -129,7 +148,7 @@ class TimerTrigger:
     def _fire(self, scheduled: datetime) -> None:
         past_due = self._clock() - scheduled > PAST_DUE_AFTER
         try:
-            self._function(**{self._argument: TimerRequest(past_due=past_due)})
+            invoke(self._function, **{self._argument: TimerRequest(past_due=past_due)})
         except Exception:
             # The host does not retry a failed timer run; the next tick comes as scheduled.
             log.exception("timer function failed")
@@ -242,7 +261,7 @@ class QueueTrigger:
             )
             lease = _Lease(self._queue, stored, self._settings.lease)
             try:
-                self._function(**{self._argument: message})
+                invoke(self._function, **{self._argument: message})
             finally:
                 stored = lease.release()
         except Exception:

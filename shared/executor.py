@@ -62,6 +62,16 @@ class Executor:
         self._store, self._dispatcher, self._actions = store, dispatcher, actions
         self._clock, self._sleep, self._max_deliveries = clock, sleep, max_deliveries
 
+    def seconds_until_due(self, text: str) -> float:
+        """How long a message that came early should wait (awaited by the function, so that
+        the wait holds no worker thread); 0 when it is due, or too early to wait for."""
+        try:
+            due = Delivery.from_message(json.loads(text)).pending.due
+        except (ValueError, KeyError, TypeError):
+            return 0.0
+        early = due - self._clock()
+        return early.total_seconds() if timedelta(0) < early <= MOST_EARLY else 0.0
+
     def handle(self, text: str, dequeue_count: int) -> None:
         """Handle one message; raises (so the host retries it) only when it could not finish."""
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import threading
 import time
@@ -213,4 +214,18 @@ def test_a_long_run_keeps_its_message_hidden_and_a_second_host_does_not_get_it(
     until(lambda: len(calls) == 1, "the message runs")
     time.sleep(5.5)
     assert calls == [1]
+    until(lambda: queue.get_queue_properties().approximate_message_count == 0, "it is deleted")
+
+
+def test_an_async_function_runs_on_the_event_loop_and_its_message_is_deleted(
+    started: Callable[..., QueueClient],
+) -> None:
+    seen: list[str] = []
+
+    async def waits(msg: Any) -> None:
+        await asyncio.sleep(0.2)
+        seen.append(msg.get_body().decode())
+
+    queue = started(waits, waiting=["async"])
+    until(lambda: seen == ["async"], "the coroutine completes")
     until(lambda: queue.get_queue_properties().approximate_message_count == 0, "it is deleted")
