@@ -45,7 +45,10 @@ async def executor(message: func.QueueMessage) -> None:
     # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
     # awaited, so that it holds no worker thread; the work itself is blocking I/O.
     await asyncio.sleep(runtime.executor().seconds_until_due(text))
-    await asyncio.to_thread(runtime.executor().handle, text, deliveries)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(
+        runtime.blocking_threads(), runtime.executor().handle, text, deliveries
+    )
 
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ from shared.settings import Settings
 from shared.store import Store
 
 EXECUTIONS_QUEUE = "executions"
+EXECUTION_THREADS = 32
 
 
 class StorageRequestCounter:
@@ -99,6 +101,13 @@ def due_index() -> DueIndex:
 @functools.cache
 def dispatcher() -> Dispatcher:
     return Dispatcher(execution_queue(), due_index(), settings().horizon)
+
+
+@functools.cache
+def blocking_threads() -> ThreadPoolExecutor:
+    """Threads for the executor's blocking work: an execution mostly waits on storage and on
+    its target, so many can be under way at once (asyncio's default pool has cores + 4)."""
+    return ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
 
 
 @functools.cache
