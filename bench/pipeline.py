@@ -503,4 +503,7 @@ def report(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # The in-process host's threads may still be waiting on the Azurite just stopped.
+    os._exit(code)
