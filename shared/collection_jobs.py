@@ -6,11 +6,9 @@ from datetime import datetime
 
 from shared.dispatch import Dispatcher
 from shared.execution import Delivery, Pending, pending_of, resumed, with_pending
-from shared.jobs import FINAL_STATES, JobState
+from shared.jobs import FINAL_STATE_VALUES, JobState
 from shared.resources import CollectionId
 from shared.store import Store, Stored
-
-_FINAL = {state.value for state in FINAL_STATES}
 
 
 def set_job_states(
@@ -25,7 +23,7 @@ def set_job_states(
     changed, deliveries = [], []
     for stored in store.jobs(collection):
         definition = stored.document["definition"]
-        if definition["state"] in _FINAL:
+        if definition["state"] in FINAL_STATE_VALUES:
             continue
         document = stored.document
         if state is not None:

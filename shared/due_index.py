@@ -21,13 +21,11 @@ from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
 from shared.execution import Delivery
 from shared.store import submit_batches
-from shared.wire import iso, parse_iso
+from shared.wire import EPOCH, iso, parse_iso, ticks
 
 DUE_TABLE = "dueattempts"
 BUCKET = timedelta(minutes=5)
 SHARDS = 8
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_TICKS_PER_SECOND = 10_000_000
 # Bucket partitions are "<yyyymmddHHMM>-<shard>"; the watermark's sorts after all of them.
 _WATERMARK = ("~watermark", "timer")
 
@@ -116,7 +114,7 @@ class DueIndex:
 
 def bucket_of(instant: datetime) -> datetime:
     """The start of the bucket that holds `instant`."""
-    return instant - (instant - _EPOCH) % BUCKET
+    return instant - (instant - EPOCH) % BUCKET
 
 
 def _partition(bucket: datetime, shard: int) -> str:
@@ -128,9 +126,7 @@ def _shard(delivery: Delivery) -> int:
 
 
 def _ticks_key(instant: datetime) -> str:
-    delta = instant - _EPOCH
-    ticks = (delta.days * 86_400 + delta.seconds) * _TICKS_PER_SECOND + delta.microseconds * 10
-    return f"{ticks:020d}"
+    return f"{ticks(instant):020d}"
 
 
 def _row(delivery: Delivery) -> str:

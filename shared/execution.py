@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from shared.job_documents import fresh_status, occurrences_of
 from shared.jobs import ActionName, HistoryStatus, JobState, RetryType, read_duration
 from shared.resources import CollectionId, JobId
-from shared.wire import iso, parse_iso
+from shared.wire import EPOCH, iso, parse_iso, ticks
 
 # History keeps a job's last 1,000 entries: more Postponed ones than that would be trimmed anyway.
 MOST_POSTPONED_RECORDED = 1000
-_TICKS_PER_SECOND = 10_000_000
 _LATEST_TICKS = 10**19  # history ids count down from here, so that the newest sorts first
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -46,15 +44,15 @@ class Attempt:
     @staticmethod
     def expected_of_history_id(entry_id: str) -> datetime:
         """The expected time an entry id encodes (its first 20 digits count down in ticks)."""
-        ticks = _LATEST_TICKS - int(entry_id[:20])
-        return _EPOCH + timedelta(microseconds=ticks // 10)
+        remaining = _LATEST_TICKS - int(entry_id[:20])
+        return EPOCH + timedelta(microseconds=remaining // 10)
 
     @property
     def history_id(self) -> str:
         """The id of this attempt's history entry: newest occurrence first, then latest try."""
-        ticks = round(self.expected.timestamp() * _TICKS_PER_SECOND)
         step = self.retry + (50 if self.action is ActionName.ERROR_ACTION else 0)
-        return f"{_LATEST_TICKS - ticks:020d}-{'r' if self.run_now else 's'}{99 - step:02d}"
+        kind = "r" if self.run_now else "s"
+        return f"{_LATEST_TICKS - ticks(self.expected):020d}-{kind}{99 - step:02d}"
 
     def follows_from(self, earlier: Attempt) -> bool:
         """Whether this attempt can be what `earlier` led to (the same chain)."""
@@ -237,6 +235,15 @@ def resumed(document: dict[str, Any], now: datetime) -> tuple[dict[str, Any], li
         return document, []
     added = [Pending(Attempt(following), following)]
     return with_pending(document, pending + added), added
+
+
+def still_pending(document: dict[str, Any] | None, delivery: Delivery) -> bool:
+    """Whether the job still waits for the delivered attempt of the same definition."""
+    return (
+        document is not None
+        and document["definedAt"] == delivery.defined_at
+        and any(entry.attempt == delivery.pending.attempt for entry in pending_of(document))
+    )
 
 
 def pending_of(document: dict[str, Any]) -> list[Pending]:

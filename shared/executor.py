@@ -29,9 +29,9 @@ from shared.execution import (
     Resend,
     Run,
     Skip,
-    pending_of,
     plan,
     settle,
+    still_pending,
 )
 from shared.resources import JobId
 from shared.store import Store, Stored
@@ -153,10 +153,7 @@ class Executor:
             fresh, _ = self._store.job_to_run(delivery.job)
             if fresh is None:
                 return  # deleted while the action ran: nothing left to record it in
-            still_pending = fresh.document["definedAt"] == delivery.defined_at and any(
-                entry.attempt == run.delivered for entry in pending_of(fresh.document)
-            )
-            if not still_pending:
+            if not still_pending(fresh.document, delivery):
                 # Redefined, or a duplicate of this message finished first: keep what ran.
                 self._store.add_history(fresh.id, settlement.history[-1:])
                 return
@@ -167,11 +164,9 @@ class Executor:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""
         try:
             stored, _ = self._store.job_to_run(delivery.job)
+            if stored is None or not still_pending(stored.document, delivery):
+                return
             attempt = delivery.pending.attempt
-            if stored is None or stored.document["definedAt"] != delivery.defined_at:
-                return
-            if not any(entry.attempt == attempt for entry in pending_of(stored.document)):
-                return
             now = self._clock()
             message = (
                 f"The service failed to execute this attempt {deliveries} times and gave up "

@@ -27,7 +27,7 @@ from shared.execution import (
 )
 from shared.job_documents import occurrences_of, public_properties, stored_definition
 from shared.job_rules import definition_problems, recurrence_conflict
-from shared.jobs import FINAL_STATES, HistoryStatus, JobBody, JobProperties, JobState
+from shared.jobs import FINAL_STATE_VALUES, HistoryStatus, JobBody, JobProperties, JobState
 from shared.resources import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.runtime import dispatcher, now, store
 from shared.store import JobSlot, QuotaExceeded, Stored
@@ -158,7 +158,7 @@ def _save(
         raise InvalidRequest(problems)
     slot = slot or store().job_slot(job)
     current = slot.current
-    if current is not None and current.document["definition"]["state"] in _FINAL:
+    if current is not None and current.document["definition"]["state"] in FINAL_STATE_VALUES:
         raise Conflict(
             f"The job '{job.name}' is {current.document['definition']['state']}, a final state: "
             "it can no longer be changed, only deleted."
@@ -267,6 +267,3 @@ def _job_resource(stored: Stored[JobId]) -> dict[str, Any]:
 
 def _job_response(status: int, stored: Stored[JobId]) -> ApiResponse:
     return ApiResponse(status, _job_resource(stored), {"ETag": stored.etag})
-
-
-_FINAL = {state.value for state in FINAL_STATES}

@@ -54,6 +54,7 @@ class JobState(WireEnum):
 
 
 FINAL_STATES = (JobState.COMPLETED, JobState.FAULTED)
+FINAL_STATE_VALUES = frozenset(state.value for state in FINAL_STATES)
 
 
 class HistoryStatus(WireEnum):

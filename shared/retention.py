@@ -11,19 +11,18 @@ from typing import Any
 
 from shared.errors import SchedulerError
 from shared.execution import Attempt
-from shared.jobs import FINAL_STATES
+from shared.jobs import FINAL_STATE_VALUES
 from shared.store import Preconditions, Store
 from shared.wire import parse_iso
 
 log = logging.getLogger("scheduler.retention")
 KEPT_FOR = timedelta(days=60)
 MOST_HISTORY = 1000
-_FINAL = {state.value for state in FINAL_STATES}
 
 
 def expired(document: dict[str, Any], now: datetime) -> bool:
     """Whether a job ended (Completed or Faulted) more than 60 days ago."""
-    if document["definition"]["state"] not in _FINAL:
+    if document["definition"]["state"] not in FINAL_STATE_VALUES:
         return False
     ended = document.get("endedAt")
     return ended is not None and parse_iso(ended) <= now - KEPT_FOR
