@@ -1,6 +1,7 @@
 """`python -m devhost`: run the function app locally, on Azurite.
 
-Starts Azurite on a fresh data folder (unless --no-azurite), points AzureWebJobsStorage at it,
+Starts Azurite on a fresh data folder (unless --no-azurite), points AzureWebJobsStorage (and
+StorageQueue actions, SCHEDULER_QUEUE_ENDPOINT_TEMPLATE) at it,
 then runs the app: under `func start` when Azure Functions Core Tools are installed, otherwise
 with this package's own host. It prints the base URL and the function key, and stops Azurite
 when it stops.
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if not options.no_azurite:
         emulator = azurite.start()
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
+        os.environ["SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"] = emulator.queue_endpoint_template
     try:
         if shutil.which("func") and not options.own_host:
             return _run_core_tools(port)

@@ -39,6 +39,10 @@ class Azurite:
             f"TableEndpoint={host}:{self.table_port}/{ACCOUNT};"
         )
 
+    @property
+    def queue_endpoint_template(self) -> str:
+        return queue_endpoint_template(self.connection_string)
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -73,6 +77,13 @@ def start(blob_port: int = 0, queue_port: int = 0, table_port: int = 0) -> Azuri
             raise RuntimeError(f"Azurite did not start on ports {ports}: {error[-2000:]}")
         time.sleep(0.05)
     return azurite
+
+
+def queue_endpoint_template(connection_string: str) -> str:
+    """Where StorageQueue actions find an account's queues on this Azurite (its QueueEndpoint
+    with the account left open), for SCHEDULER_QUEUE_ENDPOINT_TEMPLATE."""
+    fields = dict(part.split("=", 1) for part in connection_string.split(";") if "=" in part)
+    return fields["QueueEndpoint"].rstrip("/").rsplit("/", 1)[0] + "/{account}"
 
 
 def free_port() -> int:

@@ -125,7 +125,12 @@ class Executor:
                 len(decided.postponed),
                 decided.attempt.expected,
             )
-        outcome = self._actions.perform(stored.document["definition"], stored.id, decided.attempt)
+        outcome = self._actions.perform(
+            stored.document["definition"],
+            stored.id,
+            decided.attempt,
+            region=stored.document.get("region", ""),
+        )
         self._record(delivery, stored, decided, outcome)
 
     def _wait_until_due(self, delivery: Delivery) -> bool:

@@ -171,6 +171,7 @@ def _save(
     document, pending = defined_document(
         definition, defined_at, current.document if current else None
     )
+    document["region"] = collection.document.get("location") or ""  # StorageQueue messages say it
     # Sent before the write, so that no crash can leave the job waiting for a message never
     # sent; until the write lands the executor waits (NotYet), and if it fails, skips it.
     dispatcher().dispatch([Delivery(job, iso(defined_at), entry) for entry in pending], defined_at)

@@ -8,6 +8,7 @@ the job-count quota is kept by the store, in the same transaction that adds a jo
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -24,6 +25,7 @@ from shared.jobs import (
     RetryPolicy,
     RetryType,
     ServiceBusMessage,
+    StorageQueueMessage,
 )
 from shared.occurrences import Occurrences
 from shared.recurrence import Frequency, timing_problems
@@ -37,6 +39,15 @@ SHORTEST_RETRY = timedelta(seconds=15)
 SHORTEST_RETRY_FREE = timedelta(hours=1)
 LONGEST_RETRY = relativedelta(months=18)
 MOST_RETRIES = 20
+# Azure's naming rules. They also keep these names from steering a request to any host but one
+# of the configured storage and Service Bus domains.
+STORAGE_ACCOUNT = re.compile(r"[A-Za-z0-9]{3,24}")  # lower case in Azure; DNS ignores case
+QUEUE_NAME = re.compile(r"(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]")
+ENTITY_PATH = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?")
+LONGEST_MESSAGE_PROPERTY = 128  # Service Bus: messageId, sessionId, partitionKey and the like
+_LIMITED_PROPERTIES = ("messageId", "sessionId", "partitionKey", "replyToSessionId",
+                       "viaPartitionKey")  # fmt: skip
 _SPAN_OF = {
     Frequency.MINUTE: timedelta(minutes=1),
     Frequency.HOUR: timedelta(hours=1),
@@ -121,6 +132,8 @@ def _action_problems(
         )
     elif wanted == "request":
         problems += _request_problems(action, f"{path}.request")
+    elif isinstance(message, StorageQueueMessage):
+        problems += _storage_queue_problems(message, f"{path}.queueMessage")
     elif isinstance(message, ServiceBusMessage):
         entity = "queueName" if wanted == "serviceBusQueueMessage" else "topicPath"
         problems += _service_bus_problems(message, f"{path}.{wanted}", entity)
@@ -198,6 +211,23 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
     return problems
 
 
+def _storage_queue_problems(message: StorageQueueMessage, path: str) -> list[FieldError]:
+    problems = []
+    if not STORAGE_ACCOUNT.fullmatch(message.storage_account):
+        problems.append(FieldError(f"{path}.storageAccount", "must be 3 to 24 letters and digits"))
+    if not QUEUE_NAME.fullmatch(message.queue_name):
+        problems.append(
+            FieldError(
+                f"{path}.queueName",
+                "must be 3 to 63 lower-case letters, digits and single hyphens, "
+                "starting and ending with a letter or digit",
+            )
+        )
+    if not message.sas_token.strip().lstrip("?"):
+        problems.append(FieldError(f"{path}.sasToken", "is required"))
+    return problems
+
+
 def _service_bus_problems(message: ServiceBusMessage, path: str, entity: str) -> list[FieldError]:
     given = message.to_wire()
     problems = [
@@ -205,10 +235,44 @@ def _service_bus_problems(message: ServiceBusMessage, path: str, entity: str) ->
         for name in (entity, "namespace", "message")
         if not given.get(name)
     ]
+    if given.get("namespace") and not NAMESPACE.fullmatch(given["namespace"]):
+        problems.append(
+            FieldError(
+                f"{path}.namespace",
+                "must be 6 to 50 letters, digits and hyphens, starting with a letter "
+                "and ending with a letter or digit",
+            )
+        )
+    if given.get(entity) and not ENTITY_PATH.fullmatch(given[entity]):
+        problems.append(
+            FieldError(
+                f"{path}.{entity}",
+                "must be at most 260 letters, digits, '.', '-', '_' and '/', "
+                "starting with a letter or digit",
+            )
+        )
     authentication = message.authentication
     if authentication is None or not authentication.sas_key_name or not authentication.sas_key:
         problems.append(
             FieldError(f"{path}.authentication", "needs sasKeyName and sasKey (SharedAccessKey)")
+        )
+    properties = given.get("brokeredMessageProperties") or {}
+    problems += [
+        FieldError(
+            f"{path}.brokeredMessageProperties.{name}",
+            f"is {len(properties[name])} characters; at most {LONGEST_MESSAGE_PROPERTY} "
+            "are allowed",
+        )
+        for name in _LIMITED_PROPERTIES
+        if len(properties.get(name) or "") > LONGEST_MESSAGE_PROPERTY
+    ]
+    session, partition = properties.get("sessionId"), properties.get("partitionKey")
+    if session and partition and session != partition:
+        problems.append(
+            FieldError(
+                f"{path}.brokeredMessageProperties.partitionKey",
+                "must equal sessionId when both are set (Service Bus partitions by session)",
+            )
         )
     return problems
 

@@ -20,6 +20,8 @@ from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 from shared.actions import Actions
 from shared.actions.http import HttpActions
 from shared.actions.oauth import TokenCache
+from shared.actions.service_bus import ServiceBusActions
+from shared.actions.storage_queue import StorageQueueActions
 from shared.dispatch import Dispatcher
 from shared.due_index import DueIndex
 from shared.executor import Executor
@@ -120,4 +122,10 @@ def executor() -> Executor:
         configured.outbound_ca_file,
         tokens,
     )
-    return Executor(store(), dispatcher(), Actions(http, now), clock=now)
+    actions = Actions(
+        now,
+        http=http,
+        storage_queue=StorageQueueActions(configured),
+        service_bus=ServiceBusActions(configured),
+    )
+    return Executor(store(), dispatcher(), actions, clock=now)

@@ -19,9 +19,12 @@ import httpx
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
+from devhost.azurite import queue_endpoint_template
 from shared.actions import Actions
 from shared.actions.http import HttpActions
 from shared.actions.oauth import TokenCache
+from shared.actions.service_bus import ServiceBusActions
+from shared.actions.storage_queue import StorageQueueActions
 from shared.collections import SkuName
 from shared.dispatch import Dispatcher
 from shared.due_index import BUCKET, DueIndex, bucket_of
@@ -31,6 +34,7 @@ from shared.job_documents import stored_definition
 from shared.jobs import JobBody
 from shared.outbound import OutboundPolicy, tls_context
 from shared.resources import CollectionId, JobId
+from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
 from shared.store import Preconditions, Store, Stored
 from shared.timer import tick
 
@@ -49,7 +53,8 @@ class Clock:
 
 class Pipeline:
     def __init__(self, storage: str, *, allowlist: str = LOCAL, ca_file: str | None = None,
-                 authority: str = "https://login.invalid", store: Store | None = None) -> None:  # fmt: skip
+                 authority: str = "https://login.invalid", store: Store | None = None,
+                 service_bus: str = "", action_timeout: float = 5) -> None:  # fmt: skip
         self.clock = Clock(START - timedelta(minutes=1))  # a minute before the first job time
         suffix = uuid.uuid4().hex[:10]
         self.queue = QueueClient.from_connection_string(
@@ -67,8 +72,18 @@ class Pipeline:
         self.dispatcher = Dispatcher(self.queue, self.index, horizon=timedelta(0))
         tls = tls_context(ca_file)
         tokens = TokenCache(authority, httpx.Client(verify=tls), self.clock)
-        http = HttpActions(OutboundPolicy.from_setting(allowlist), ca_file, tokens)
-        self.executor = Executor(self.store, self.dispatcher, Actions(http, self.clock),
+        endpoints = Settings.from_environment({
+            QUEUE_ENDPOINT_TEMPLATE: queue_endpoint_template(storage),
+            SERVICEBUS_ENDPOINT: service_bus,
+        })  # fmt: skip
+        self.service_bus = ServiceBusActions(endpoints, timeout=action_timeout)
+        actions = Actions(
+            self.clock,
+            http=HttpActions(OutboundPolicy.from_setting(allowlist), ca_file, tokens),
+            storage_queue=StorageQueueActions(endpoints, timeout=action_timeout),
+            service_bus=self.service_bus,
+        )
+        self.executor = Executor(self.store, self.dispatcher, actions,
                                  clock=self.clock, sleep=lambda seconds: None)  # fmt: skip
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
         self.poisoned: list[str] = []
@@ -83,6 +98,7 @@ class Pipeline:
             stored_definition(body.properties, sku=sku), self.clock(),
             current.document if current else None,
         )  # fmt: skip
+        document["region"] = "westeurope"
         self.dispatcher.dispatch([Delivery(job, document["definedAt"], p) for p in pending], self.clock())
         self.store.save_job(job, document, Preconditions(), self.store.job_slot(job))
         return job

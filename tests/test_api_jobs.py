@@ -151,7 +151,7 @@ def every_secret_kind() -> dict[str, Any]:
                     "authentication": {"type": "ClientCertificate", "pfx": pfx, "password": "pfx-password"}},
         "errorAction": {
             "type": "StorageQueue",
-            "queueMessage": {"storageAccount": "acct", "queueName": "q", "sasToken": "sv=2020&sig=abc", "message": "m"},
+            "queueMessage": {"storageAccount": "acct", "queueName": "jobs", "sasToken": "sv=2020&sig=abc", "message": "m"},
         },
     }  # fmt: skip
 
@@ -166,7 +166,7 @@ def every_secret_kind() -> dict[str, Any]:
                                                         "audience": "https://management.core.windows.net/",
                                                         "clientId": "c", "secret": "oauth-secret-value"}}},
         {"type": "ServiceBusQueue", "serviceBusQueueMessage": {
-            "queueName": "q", "namespace": "ns", "message": "m", "transportType": "netMessaging",
+            "queueName": "q1", "namespace": "my-namespace", "message": "m", "transportType": "netMessaging",
             "authentication": {"sasKeyName": "RootManageSharedAccessKey", "sasKey": "c2FzLWtleQ==", "type": "sharedAccessKey"}}},
         pytest.param(None, id="client_certificate_and_storage_queue"),
     ],
@@ -224,8 +224,32 @@ INVALID = [
      "properties.action.request.authentication.password: is required for Basic authentication"),
     ({"action": {"type": "StorageQueue", "request": {"uri": "http://x.org/", "method": "GET"}}},
      "properties.action.request: does not go with action type StorageQueue; it needs queueMessage"),
-    ({"action": {"type": "ServiceBusTopic", "serviceBusTopicMessage": {"namespace": "ns", "message": "m"}}},
+    ({"action": {"type": "ServiceBusTopic", "serviceBusTopicMessage": {"namespace": "my-namespace", "message": "m"}}},
      "properties.action.serviceBusTopicMessage.topicPath: is required"),
+    ({"action": {"type": "ServiceBusTopic", "serviceBusTopicMessage": {
+        "namespace": "evil.example/x", "topicPath": "t", "message": "m",
+        "authentication": {"sasKeyName": "k", "sasKey": "s", "type": "SharedAccessKey"}}}},
+     "properties.action.serviceBusTopicMessage.namespace: must be 6 to 50 letters, digits and hyphens"),
+    ({"action": {"type": "ServiceBusQueue", "serviceBusQueueMessage": {
+        "namespace": "my-namespace", "queueName": "q1/../$cbs", "message": "m",
+        "authentication": {"sasKeyName": "k", "sasKey": "s", "type": "SharedAccessKey"}}}},
+     "properties.action.serviceBusQueueMessage.queueName: must be at most 260 letters"),
+    ({"action": {"type": "ServiceBusQueue", "serviceBusQueueMessage": {
+        "namespace": "my-namespace", "queueName": "q1", "message": "m",
+        "authentication": {"sasKeyName": "k", "sasKey": "s", "type": "SharedAccessKey"},
+        "brokeredMessageProperties": {"sessionId": "a", "partitionKey": "b"}}}},
+     "properties.action.serviceBusQueueMessage.brokeredMessageProperties.partitionKey: must equal sessionId"),
+    ({"action": {"type": "ServiceBusQueue", "serviceBusQueueMessage": {
+        "namespace": "my-namespace", "queueName": "q1", "message": "m",
+        "authentication": {"sasKeyName": "k", "sasKey": "s", "type": "SharedAccessKey"},
+        "brokeredMessageProperties": {"messageId": "m" * 129}}}},
+     "properties.action.serviceBusQueueMessage.brokeredMessageProperties.messageId: is 129 characters; at most 128"),
+    ({"action": {"type": "StorageQueue", "queueMessage": {
+        "storageAccount": "evil.example.com#", "queueName": "jobs", "sasToken": "sv=1&sig=x", "message": "m"}}},
+     "properties.action.queueMessage.storageAccount: must be 3 to 24 letters and digits"),
+    ({"action": {"type": "StorageQueue", "queueMessage": {
+        "storageAccount": "myStorageAccount", "queueName": "My_Queue", "sasToken": "sv=1&sig=x", "message": "m"}}},
+     "properties.action.queueMessage.queueName: must be 3 to 63 lower-case letters"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT10S"}}},
      "properties.action.retryPolicy.retryInterval: 10 seconds is too short: the least allowed is 15 seconds"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryCount": 21}}},

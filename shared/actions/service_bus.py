@@ -1,0 +1,241 @@
+"""The ServiceBusQueue and ServiceBusTopic actions: one message to an entity of a namespace.
+
+Opening a sender costs about half a second (a connection, a CBS token exchange, a link), so
+senders are kept and reused per namespace, key and entity. The SDK's synchronous client blocks
+without limit on a peer that accepts TCP and never answers (its SASL handshake reads with no
+timeout), while the asynchronous one can be cancelled. So every sender lives on one event loop,
+in a thread of its own, and each send runs there under a deadline; a sender that failed is closed
+and opened afresh by the next send. `transportType` is ignored: NetMessaging is a .NET-only
+protocol, and everything goes over AMQP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.servicebus import ServiceBusMessage
+from azure.servicebus.aio import ServiceBusClient, ServiceBusSender
+from azure.servicebus.exceptions import (
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+    ServiceBusAuthorizationError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+)
+
+from shared.actions.http import IDENTITY_PREFIX, execution_id, identity_headers
+from shared.execution import Attempt
+from shared.jobs import ActionType, read_duration
+from shared.resources import JobId
+from shared.settings import Settings
+from shared.wire import parse_iso
+
+SEND_TIMEOUT_S = 60  # the same bound as an HTTP action's, opening the sender included
+_CLOSE_TIMEOUT_S = 5
+_MOST_SENDERS = 64
+_VIA_PARTITION_KEY = b"x-opt-via-partition-key"
+_PROPERTY_NAMES = {  # brokeredMessageProperties → the SDK's ServiceBusMessage keywords
+    "contentType": "content_type",
+    "correlationId": "correlation_id",
+    "label": "subject",
+    "messageId": "message_id",
+    "partitionKey": "partition_key",
+    "replyTo": "reply_to",
+    "replyToSessionId": "reply_to_session_id",
+    "sessionId": "session_id",
+    "to": "to",
+}
+
+
+def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> ServiceBusMessage:
+    """The message a Service Bus action sends: its body, mapped properties and custom ones.
+
+    The occurrence's identity travels as application properties named like the HTTP action's
+    headers, and, unless the job sets its own, as the message id: an entity with duplicate
+    detection then drops a duplicate delivery by itself.
+    """
+    given = wanted.get("brokeredMessageProperties") or {}
+    keywords: dict[str, Any] = {
+        keyword: given[name] for name, keyword in _PROPERTY_NAMES.items() if given.get(name)
+    }
+    keywords.setdefault("message_id", execution_id(job, attempt))
+    if given.get("scheduledEnqueueTimeUtc"):
+        keywords["scheduled_enqueue_time_utc"] = parse_iso(given["scheduledEnqueueTimeUtc"])
+    if given.get("timeToLive"):
+        keywords["time_to_live"] = read_duration(given["timeToLive"])
+    own = {
+        name: value
+        for name, value in (wanted.get("customMessageProperties") or {}).items()
+        if not name.lower().startswith(IDENTITY_PREFIX)
+    }
+    # session_id first: the SDK checks a partition key against it
+    session_id = keywords.pop("session_id", None)
+    message = ServiceBusMessage(
+        wanted.get("message") or "",
+        session_id=session_id,
+        application_properties={**own, **identity_headers(job, attempt)},
+        **keywords,
+    )
+    amqp = message.raw_amqp_message
+    if given.get("viaPartitionKey"):
+        amqp.annotations = {
+            **(amqp.annotations or {}),
+            _VIA_PARTITION_KEY: given["viaPartitionKey"],
+        }
+    if given.get("forcePersistence") is not None:
+        amqp.header.durable = bool(given["forcePersistence"])
+    return message
+
+
+@dataclass(frozen=True)
+class _Address:
+    host: str
+    tls: bool
+    key_name: str
+    key_digest: str
+    topic: bool
+    entity: str
+
+
+@dataclass
+class _Sender:
+    client: ServiceBusClient
+    sender: ServiceBusSender
+    opened: bool = False
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class ServiceBusActions:
+    """Sends ServiceBusQueue and ServiceBusTopic actions through senders it keeps open."""
+
+    def __init__(self, settings: Settings, timeout: float = SEND_TIMEOUT_S) -> None:
+        self._settings, self._timeout = settings, timeout
+        self._senders: collections.OrderedDict[_Address, _Sender] = collections.OrderedDict()
+        self._closing: set[asyncio.Future[None]] = set()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="service-bus-senders", daemon=True
+        )
+        self._starting = threading.Lock()
+
+    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt) -> tuple[bool, str]:
+        """Send the message; (succeeded, the message history keeps)."""
+        topic = action["type"] == ActionType.SERVICE_BUS_TOPIC.value
+        wanted = action["serviceBusTopicMessage" if topic else "serviceBusQueueMessage"]
+        entity = wanted["topicPath" if topic else "queueName"]
+        kind = "topic" if topic else "queue"
+        where = f"{kind} '{entity}' of namespace '{wanted['namespace']}'"
+        label = f"ServiceBus{kind.title()} Action"
+        try:
+            message = brokered_message(wanted, job, attempt)
+        except (ValueError, TypeError) as unusable:
+            return False, f"{label} - The message cannot be built: {unusable}"
+        authentication = wanted.get("authentication") or {}
+        host, tls = self._settings.service_bus_host(wanted["namespace"])
+        address = _Address(
+            host,
+            tls,
+            authentication.get("sasKeyName") or "",
+            hashlib.sha256((authentication.get("sasKey") or "").encode()).hexdigest(),
+            topic,
+            entity,
+        )
+        key = authentication.get("sasKey") or ""
+        with self._starting:  # the loop starts with the first Service Bus action, if one comes
+            if not self._thread.is_alive():
+                self._thread.start()
+        sent = asyncio.run_coroutine_threadsafe(self._send(address, key, message), self._loop)
+        try:
+            sent.result(timeout=self._timeout + _CLOSE_TIMEOUT_S + 5)  # the send bounds itself
+        except (TimeoutError, FutureTimeout):
+            return False, f"{label} - Sending to {where} timed out after {self._timeout:g} s"
+        except MessagingEntityNotFoundError:
+            return False, f"{label} - There is no {where}"
+        except (ServiceBusAuthenticationError, ServiceBusAuthorizationError):
+            return False, (
+                f"{label} - The shared access key '{address.key_name}' was refused for {where}"
+            )
+        except ServiceBusConnectionError:
+            return False, f"{label} - The namespace of {where} could not be reached"
+        except ServiceBusError as failed:
+            return False, f"{label} - Sending to {where} failed: {_first_line(failed)}"
+        return True, f"{label} - The message was sent to {where}"
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+
+        async def close_all() -> None:
+            for address in list(self._senders):
+                await self._discard(address)
+
+        asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    # On the senders' loop from here on.
+    async def _send(self, address: _Address, key: str, message: ServiceBusMessage) -> None:
+        try:
+            async with asyncio.timeout(self._timeout):
+                held = self._sender_for(address, key)
+                if not held.opened:  # the first send opens the link: one at a time
+                    async with held.opening:
+                        if not held.opened:
+                            await held.sender.send_messages(message, timeout=self._timeout)
+                            held.opened = True
+                            return
+                await held.sender.send_messages(message, timeout=self._timeout)
+        except BaseException:
+            await self._discard(address)
+            raise
+
+    def _sender_for(self, address: _Address, key: str) -> _Sender:
+        held = self._senders.get(address)
+        if held is not None:
+            self._senders.move_to_end(address)
+            return held
+        client = ServiceBusClient(
+            address.host,
+            AzureNamedKeyCredential(address.key_name, key),
+            use_tls=address.tls,  # what the SDK's UseDevelopmentEmulator sets: emulators only
+            retry_total=2,
+            retry_backoff_factor=0.5,
+            retry_backoff_max=4,
+        )
+        sender = (
+            client.get_topic_sender(address.entity)
+            if address.topic
+            else client.get_queue_sender(address.entity)
+        )
+        held = self._senders[address] = _Sender(client, sender)
+        while len(self._senders) > _MOST_SENDERS:
+            _, oldest = self._senders.popitem(last=False)
+            closing = asyncio.ensure_future(_close(oldest))
+            self._closing.add(closing)  # held until done: the loop keeps only weak references
+            closing.add_done_callback(self._closing.discard)
+        return held
+
+    async def _discard(self, address: _Address) -> None:
+        held = self._senders.pop(address, None)
+        if held is not None:
+            await _close(held)
+
+
+async def _close(held: _Sender) -> None:
+    try:
+        async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+            await held.sender.close()
+            await held.client.close()
+    except Exception:  # a broken sender may not close cleanly; it is dropped all the same
+        pass
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).splitlines() or [type(error).__name__])[0][:300]

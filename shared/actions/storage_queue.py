@@ -1,0 +1,127 @@
+"""The StorageQueue action: one message on a queue of the job's storage account, sent with its SAS.
+
+Receivers built for Azure Scheduler expect what it sent: the job's message wrapped in a small XML
+document (`StorageQueueMessage`) that also says which job and occurrence it comes from, and the
+queue message text base64-encoded, as the .NET storage client and the Functions queue trigger
+encode and decode by default. We send exactly that; the XML declaration names UTF-8, which is
+what the bytes are (the original said utf-16, an artefact of .NET strings, and parsers that
+read the text as a string accept either).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+import uuid
+from typing import Any
+from xml.sax.saxutils import escape
+
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+)
+from azure.storage.queue import QueueClient, TextBase64EncodePolicy
+
+from shared.actions.http import execution_id
+from shared.execution import Attempt
+from shared.resources import JobId
+from shared.settings import Settings
+from shared.wire import iso
+
+CONNECT_TIMEOUT_S = 10
+READ_TIMEOUT_S = 20
+RETRIES = 2  # on connection failures and 5xx: at most three tries, so about 90 s at worst
+_MOST_CLIENTS = 64
+_SIGNATURE = re.compile(r"(sig=)[^&\s'\"]+", re.IGNORECASE)
+
+
+def envelope(message: str, job: JobId, attempt: Attempt, region: str) -> str:
+    """The XML document Azure Scheduler put on the queue, around the job's own message."""
+    fields = (
+        ("ExecutionTag", execution_id(job, attempt)),
+        ("ClientRequestId", str(uuid.uuid4())),
+        ("ExpectedExecutionTime", iso(attempt.expected)),
+        ("SchedulerJobId", job.name),
+        ("SchedulerJobCollectionId", job.collection.name),
+        ("Region", region),
+        ("Message", message),
+    )
+    elements = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in fields)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>'
+        '<StorageQueueMessage xmlns:xsd="http://www.w3.org/2001/XMLSchema"'
+        ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
+        f"{elements}</StorageQueueMessage>"
+    )
+
+
+class StorageQueueActions:
+    """Sends StorageQueue actions, keeping one client (and its connections) per queue and SAS."""
+
+    def __init__(self, settings: Settings, timeout: float = READ_TIMEOUT_S) -> None:
+        self._settings, self._timeout = settings, timeout
+        self._clients: collections.OrderedDict[tuple[str, str, str], QueueClient] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def perform(
+        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str
+    ) -> tuple[bool, str]:
+        """Put the message on the queue; (succeeded, the message history keeps)."""
+        wanted = action["queueMessage"]
+        account, queue, sas = wanted["storageAccount"], wanted["queueName"], wanted["sasToken"]
+        where = f"queue '{queue}' of storage account '{account}'"
+        text = envelope(wanted["message"], job, attempt, region)
+        try:
+            self._client(account, queue, sas).send_message(text)
+        except ClientAuthenticationError as refused:
+            return False, _said(f"The SAS token was refused for {where}", refused, sas)
+        except ResourceNotFoundError as missing:
+            return False, _said(f"There is no {where}", missing, sas)
+        except ServiceRequestError as unreachable:
+            return False, _said(f"Storage for {where} could not be reached", unreachable, sas)
+        except HttpResponseError as failed:
+            return False, _said(f"Storage refused the message for {where}", failed, sas)
+        except (AzureError, ValueError) as failed:
+            return False, _said(f"The message could not be put on {where}", failed, sas)
+        return True, f"StorageQueue Action - The message was put on {where}"
+
+    def _client(self, account: str, queue: str, sas: str) -> QueueClient:
+        key = (account.lower(), queue, sas)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is not None:
+                self._clients.move_to_end(key)
+                return client
+        client = QueueClient(
+            self._settings.queue_account_url(account),
+            queue,
+            credential=sas.lstrip("?"),
+            message_encode_policy=TextBase64EncodePolicy(),
+            connection_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=self._timeout,
+            retry_total=RETRIES,
+        )
+        with self._lock:
+            self._clients[key] = client
+            if len(self._clients) > _MOST_CLIENTS:
+                _, oldest = self._clients.popitem(last=False)
+                oldest.close()
+        return client
+
+
+def _said(what: str, error: Exception, sas: str) -> str:
+    """History's message for a failure, with no trace of the SAS token in it."""
+    reason = getattr(error, "reason", None) or ""
+    code = getattr(error, "error_code", None) or ""
+    status = getattr(error, "status_code", None)
+    detail = " ".join(str(part) for part in (status, code or reason) if part)
+    if not detail:
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    detail = _SIGNATURE.sub(r"\1<redacted>", detail.replace(sas.lstrip("?"), "<sas token>"))
+    return f"StorageQueue Action - {what}: {detail[:300]}"
