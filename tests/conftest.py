@@ -20,9 +20,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from devhost import azurite
+from tests.amqp_broker import AmqpBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 API_VERSION = "2016-03-01"
+# The Service Bus namespace the test broker plays: its keys and entities.
+SAS_KEY_NAME, SAS_KEY = "scheduler-send", "c2NoZWR1bGVyLXRlc3Qta2V5LW5vdC1hLXNlY3JldA=="
+BROKER_QUEUES, BROKER_TOPICS = ("orders", "alerts"), ("reports",)
 STARTUP_TIMEOUT_S = 30.0
 
 settings.register_profile(
@@ -40,6 +44,7 @@ class Service:
     base_url: str
     key: str
     storage: str  # connection string of the Azurite it runs on
+    log: Path  # what the host printed and logged
 
 
 @pytest.fixture(scope="session")
@@ -51,20 +56,34 @@ def storage() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def service(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+def service_bus() -> Iterator[AmqpBroker]:
+    """The session's Service Bus stand-in (tests/amqp_broker.py), which the local host sends to."""
+    broker = AmqpBroker({SAS_KEY_NAME: SAS_KEY}, queues=BROKER_QUEUES, topics=BROKER_TOPICS)
+    yield broker.start()
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def service(
+    storage: str, service_bus: AmqpBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Service]:
     """The function app served by the local host, as `make run` serves it, on Azurite."""
     port, key = azurite.free_port(), secrets.token_urlsafe(24)
     log_path = tmp_path_factory.mktemp("devhost") / "output.log"
-    host = launch_host(storage, port, key, log_path)
-    yield Service(f"http://127.0.0.1:{port}", key, storage)
+    host = launch_host(storage, port, key, log_path, service_bus=service_bus.endpoint)
+    yield Service(f"http://127.0.0.1:{port}", key, storage, log_path)
     host.terminate()
     host.wait(timeout=10)
 
 
-def launch_host(storage: str, port: int, key: str, log_path: Path) -> subprocess.Popen[bytes]:
+def launch_host(
+    storage: str, port: int, key: str, log_path: Path, service_bus: str = ""
+) -> subprocess.Popen[bytes]:
     """`python -m devhost` on `storage`, answering on `port`; its output appended to `log_path`."""
     environment = os.environ | {
         "AzureWebJobsStorage": storage,
+        "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE": azurite.queue_endpoint_template(storage),
+        "SCHEDULER_SERVICEBUS_ENDPOINT": service_bus,
         "SCHEDULER_FUNCTION_KEY": key,
         "SCHEDULER_PORT": str(port),
         # Tick every second and look 2 s ahead, so that a job due in a few seconds takes the

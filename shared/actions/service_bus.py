@@ -108,8 +108,7 @@ class _Address:
 class _Sender:
     client: ServiceBusClient
     sender: ServiceBusSender
-    opened: bool = False
-    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class ServiceBusActions:
@@ -185,13 +184,11 @@ class ServiceBusActions:
         try:
             async with asyncio.timeout(self._timeout):
                 held = self._sender_for(address, key)
-                if not held.opened:  # the first send opens the link: one at a time
-                    async with held.opening:
-                        if not held.opened:
-                            await held.sender.send_messages(message, timeout=self._timeout)
-                            held.opened = True
-                            return
-                await held.sender.send_messages(message, timeout=self._timeout)
+                # One send at a time per sender: the SDK's sender is not safe for concurrent
+                # sends (their transfers can leave out of order, which the broker refuses by
+                # closing the connection), and the first send opens the link for all.
+                async with held.turn:
+                    await held.sender.send_messages(message, timeout=self._timeout)
         except BaseException:
             await self._discard(address)
             raise
@@ -205,9 +202,10 @@ class ServiceBusActions:
             address.host,
             AzureNamedKeyCredential(address.key_name, key),
             use_tls=address.tls,  # what the SDK's UseDevelopmentEmulator sets: emulators only
-            retry_total=2,
+            # One quick retry for a dropped connection: the job's own retry policy does the rest.
+            retry_total=1,
             retry_backoff_factor=0.5,
-            retry_backoff_max=4,
+            retry_backoff_max=2,
         )
         sender = (
             client.get_topic_sender(address.entity)

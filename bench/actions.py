@@ -1,0 +1,176 @@
+"""Executions per second of each action type, side by side, through the app's own executor.
+
+For each type, the same number of one-off jobs, all due at one moment, is saved as the API saves
+them; the timer's tick puts their attempts on the execution queue, and a pool of threads (as many
+as the executor's trigger runs at once) takes them off, runs `Executor.handle` and deletes them,
+as the Functions host does. An execution is the whole of it: reading the job, the action against
+its real peer, the history and status written back. Peers, all on this machine: a threaded HTTP
+server answering 200, Azurite's queues (with a SAS token), and the test AMQP broker
+(tests/amqp_broker.py) through the unmodified azure-servicebus SDK.
+
+The Service Bus rows also say how many sender links were opened during the run: one per entity
+means that no execution paid the sender's opening cost but the first.
+
+Run with `python -m bench.actions` (about two minutes); results go to bench/results/actions.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
+
+from bench.schedule import machine
+from devhost import azurite
+from shared.timer import tick
+from tests.amqp_broker import AmqpBroker
+from tests.pipeline import START, Pipeline
+
+RESULTS = Path(__file__).parent / "results" / "actions.md"
+KEY_NAME, KEY = "bench", "YmVuY2gtYnJva2VyLWtleS1ub3QtYS1zZWNyZXQ="
+WORKERS = 32  # the executor's threads (shared/runtime.py)
+
+
+class _Ok(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def actions(target: str, storage: str) -> dict[str, dict[str, Any]]:
+    queue = QueueClient.from_connection_string(storage, "bench-actions")
+    queue.create_queue()
+    sas = generate_queue_sas(azurite.ACCOUNT, "bench-actions", azurite.ACCOUNT_KEY,
+                             permission=QueueSasPermissions(add=True),
+                             expiry=datetime.now(UTC) + timedelta(hours=2))  # fmt: skip
+    key = {"type": "SharedAccessKey", "sasKeyName": KEY_NAME, "sasKey": KEY}
+    bus = {"namespace": "bench-namespace", "message": "tick", "authentication": key}
+    return {
+        "Http": {"type": "Http", "request": {"uri": target, "method": "POST", "body": "tick"}},
+        "StorageQueue": {"type": "StorageQueue", "queueMessage": {
+            "storageAccount": azurite.ACCOUNT, "queueName": "bench-actions", "sasToken": sas,
+            "message": "tick"}},
+        "ServiceBusQueue": {"type": "ServiceBusQueue",
+                            "serviceBusQueueMessage": bus | {"queueName": "jobs"}},
+        "ServiceBusTopic": {"type": "ServiceBusTopic",
+                            "serviceBusTopicMessage": bus | {"topicPath": "events"}},
+    }  # fmt: skip
+
+
+def run(pipeline: Pipeline, action: dict[str, Any], count: int) -> dict[str, float]:
+    """Save `count` one-offs due at START, tick once, then time the executions."""
+    once = action | {"retryPolicy": {"retryType": "None"}}
+    jobs = [pipeline.put_job(f"job-{n}", {"startTime": START.isoformat(), "action": once})
+            for n in range(count)]  # fmt: skip
+    pipeline.clock.at = START
+    tick(pipeline.index, pipeline.dispatcher, START, lookahead=timedelta(microseconds=1))
+    lock, durations, failed = threading.Lock(), [], []
+
+    def execute(message: Any) -> None:
+        text = base64.b64decode(message.content).decode()
+        began = time.perf_counter()
+        pipeline.executor.handle(text, message.dequeue_count)
+        took = time.perf_counter() - began
+        pipeline._incoming.delete_message(message)
+        with lock:
+            durations.append(took)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        done = 0
+        while done < count:
+            received = pipeline._incoming.receive_messages(max_messages=32, visibility_timeout=60)
+            batch = list(received)
+            if not batch:
+                time.sleep(0.01)
+                continue
+            list(pool.map(execute, batch))
+            done += len(batch)
+    elapsed = time.perf_counter() - started
+    for job in jobs:
+        entries = pipeline.history(job)
+        if not entries or entries[-1]["status"] != "Completed":
+            failed.append(job)
+    durations.sort()
+    return {
+        "rate": count / elapsed,
+        "p50": statistics.median(durations) * 1000,
+        "p99": durations[int(0.99 * (len(durations) - 1))] * 1000,
+        "first": max(durations) * 1000,
+        "failed": len(failed),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=300, help="executions per action type")
+    options = parser.parse_args(argv)
+    emulator = azurite.start()
+    broker = AmqpBroker({KEY_NAME: KEY}, queues=["jobs"], topics=["events"]).start()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    target = f"http://127.0.0.1:{server.server_port}/hook"
+    results: dict[str, dict[str, float]] = {}
+    try:
+        for kind, action in actions(target, emulator.connection_string).items():
+            links = broker.sender_links
+            pipeline = Pipeline(emulator.connection_string, service_bus=broker.endpoint,
+                                action_timeout=30)  # fmt: skip
+            results[kind] = run(pipeline, action, options.jobs)
+            results[kind]["links"] = broker.sender_links - links
+            pipeline.service_bus.close()
+            print(f"{kind}: {results[kind]}", flush=True)
+    finally:
+        server.shutdown()
+        broker.stop()
+        emulator.stop()
+    RESULTS.write_text(report(results, options.jobs))
+    print(RESULTS.read_text())
+    return 0
+
+
+def report(results: dict[str, dict[str, float]], jobs: int) -> str:
+    http = results["Http"]["rate"]
+    rows = "\n".join(
+        f"| {kind} | {r['rate']:.1f} | {r['rate'] / http:.2f} | {r['p50']:.0f} / {r['p99']:.0f} "
+        f"| {r['first']:.0f} | {int(r['links']) if kind.startswith('ServiceBus') else '–'} "
+        f"| {int(r['failed'])} |"
+        for kind, r in results.items()
+    )
+    return f"""# Executions per second by action type
+
+Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.actions` on {machine()}:
+{jobs} one-off jobs per type, all due at once, executed by the app's executor on {WORKERS}
+threads against Azurite, with each action's peer on the same machine (an HTTP server, Azurite's
+queues with a SAS token, the test AMQP broker through the unmodified azure-servicebus SDK).
+
+| action | executions/s | to Http | p50 / p99 ms | slowest ms | sender links | failed |
+|---|---:|---:|---:|---:|---:|---:|
+{rows}
+
+An execution is the whole of it: reading the job, the action, and the history and status
+written back in one batch; the storage calls around the action are the same for every type.
+"Slowest" is the one execution that waited longest, which for Service Bus includes opening the
+sender; "sender links" counts the links the broker saw attached during the run.
+"""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
