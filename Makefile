@@ -32,6 +32,7 @@ bench: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.actions
 
 lint: $(PYDEPS)
 	$(BIN)/ruff check .
