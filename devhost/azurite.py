@@ -6,6 +6,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,8 +54,13 @@ class Azurite:
         self.location.cleanup()
 
 
-def start(blob_port: int = 0, queue_port: int = 0, table_port: int = 0) -> Azurite:
-    """Start Azurite on the given ports (0: any free one) and wait until it answers."""
+def start(
+    blob_port: int = 0, queue_port: int = 0, table_port: int = 0, options: Sequence[str] = ()
+) -> Azurite:
+    """Start Azurite on the given ports (0: any free one) and wait until it answers.
+
+    `options` go to Azurite as they are (`--oauth basic --cert ... --key ...`, say).
+    """
     if not AZURITE.exists():
         raise RuntimeError(f"{AZURITE} is missing: run `npm ci` (make does) first")
     ports = [port or free_port() for port in (blob_port, queue_port, table_port)]
@@ -64,6 +70,7 @@ def start(blob_port: int = 0, queue_port: int = 0, table_port: int = 0) -> Azuri
         "node", str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
         "--location", location.name,
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
+        *options,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     azurite = Azurite(*ports, process=process, location=location)

@@ -14,6 +14,7 @@ and does nothing, and a job's scheduled occurrences run one at a time, in order.
 from __future__ import annotations
 
 import collections
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -76,6 +77,17 @@ class Attempt:
             retry=int(wire["retry"]),
             run_now=bool(wire["runNow"]),
         )
+
+
+def execution_id(job: JobId, attempt: Attempt) -> str:
+    """The occurrence's identity: its job and expected time (and whether it was a run-now).
+
+    The same on every retry and duplicate delivery of the occurrence, so receivers (and logs)
+    can tell them apart from other occurrences.
+    """
+    kind = "run-now" if attempt.run_now else "scheduled"
+    seed = f"{job.arm_id.lower()}|{iso(attempt.expected)}|{kind}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

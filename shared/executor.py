@@ -29,12 +29,14 @@ from shared.execution import (
     Resend,
     Run,
     Skip,
+    execution_id,
     plan,
     settle,
     still_pending,
 )
 from shared.resources import JobId
 from shared.store import Store, Stored
+from shared.wire import iso
 
 log = logging.getLogger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
@@ -187,9 +189,12 @@ def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery
 
 
 def _name(delivery: Delivery) -> str:
-    attempt = delivery.pending.attempt
+    """How logs name an attempt: by collection, job and execution id (to find it in
+    Application Insights), then what kind of attempt it is."""
+    job, attempt = delivery.job, delivery.pending.attempt
     kind = "run-now" if attempt.run_now else "occurrence"
     return (
-        f"{delivery.job.arm_id} {kind} {attempt.expected.isoformat()} "
-        f"{attempt.action.value} try {attempt.retry + 1}"
+        f"collection {job.collection.arm_id} job {job.name} "
+        f"execution {execution_id(job, attempt)} ({kind} of {iso(attempt.expected)}, "
+        f"{attempt.action.value} try {attempt.retry + 1})"
     )

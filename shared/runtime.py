@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from azure.core.credentials import TokenCredential
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
@@ -27,6 +28,7 @@ from shared.due_index import DueIndex
 from shared.executor import Executor
 from shared.outbound import OutboundPolicy, tls_context
 from shared.settings import Settings
+from shared.storage_clients import queue_client, storage_credential, table_service
 from shared.store import Store
 
 EXECUTIONS_QUEUE = "executions"
@@ -67,10 +69,15 @@ def settings() -> Settings:
 
 
 @functools.cache
+def _credential() -> TokenCredential | None:
+    """One credential for every storage client (it caches its tokens); None locally."""
+    identity = settings().storage_identity
+    return storage_credential(identity) if identity is not None else None
+
+
+@functools.cache
 def _tables() -> TableServiceClient:
-    return TableServiceClient.from_connection_string(
-        settings().storage_connection, raw_request_hook=STORAGE_REQUESTS
-    )
+    return table_service(settings(), _credential(), raw_request_hook=STORAGE_REQUESTS)
 
 
 @functools.cache
@@ -84,9 +91,10 @@ def store() -> Store:
 @functools.cache
 def execution_queue() -> QueueClient:
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
-    queue = QueueClient.from_connection_string(
-        settings().storage_connection,
+    queue = queue_client(
+        settings(),
         EXECUTIONS_QUEUE,
+        _credential(),
         message_encode_policy=TextBase64EncodePolicy(),
         raw_request_hook=STORAGE_REQUESTS,
     )

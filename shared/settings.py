@@ -1,7 +1,9 @@
-"""Every setting the app reads, with its default and meaning, read once per process.
+"""Every setting there is, who reads it and where it is set; the app's own, read once per process.
 
-Trigger schedules are read by the Functions host itself, from `%SETTING%` expressions in
-function_app.py; they are listed here too so that this module names every setting there is.
+`EVERY_SETTING` is the one list: tests check that the code reads no other names, that
+local.settings.sample.json holds exactly those marked for it, and that the Bicep templates set
+exactly those marked for Azure. Trigger schedules are read by the Functions host itself, from
+`%SETTING%` expressions in function_app.py.
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-STORAGE = "AzureWebJobsStorage"
+STORAGE = "AzureWebJobsStorage"  # a connection string: Azurite, locally
+# Identity-based storage, as the Functions host reads it too (shared-key access is off in Azure).
+STORAGE_TABLE_URI = "AzureWebJobsStorage__tableServiceUri"
+STORAGE_QUEUE_URI = "AzureWebJobsStorage__queueServiceUri"
+STORAGE_BLOB_URI = "AzureWebJobsStorage__blobServiceUri"  # the host's: timer leases, keys
+STORAGE_CREDENTIAL = "AzureWebJobsStorage__credential"  # "managedidentity"
+STORAGE_CLIENT_ID = "AzureWebJobsStorage__clientId"  # of the user-assigned identity
 TICK_SCHEDULE = "SCHEDULER_TICK_SCHEDULE"  # NCRONTAB of the due-index timer: every minute
 CLEANUP_SCHEDULE = "SCHEDULER_CLEANUP_SCHEDULE"  # NCRONTAB of the retention clean-up: daily
 LOOKAHEAD = "SCHEDULER_LOOKAHEAD_SECONDS"
@@ -23,6 +31,47 @@ QUEUE_ENDPOINT_TEMPLATE = "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"
 SERVICEBUS_SUFFIX = "SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX"
 SERVICEBUS_ENDPOINT = "SCHEDULER_SERVICEBUS_ENDPOINT"
 
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting's name, who reads it, and where it is set."""
+
+    name: str
+    read_by: frozenset[str]  # "app" (shared/), "host" (the Functions host), "devhost"
+    in_sample: bool = True  # local.settings.sample.json, for local runs on Azurite
+    in_azure: bool = True  # the app settings of infra/app/api.bicep
+
+
+def _setting(name: str, *read_by: str, in_sample: bool = True, in_azure: bool = True) -> Setting:
+    return Setting(name, frozenset(read_by), in_sample, in_azure)
+
+
+EVERY_SETTING = (
+    _setting(STORAGE, "app", "host", in_azure=False),
+    _setting(STORAGE_TABLE_URI, "app", in_sample=False),
+    _setting(STORAGE_QUEUE_URI, "app", "host", in_sample=False),
+    _setting(STORAGE_BLOB_URI, "host", in_sample=False),
+    _setting(STORAGE_CREDENTIAL, "app", "host", in_sample=False),
+    _setting(STORAGE_CLIENT_ID, "app", "host", in_sample=False),
+    _setting(TICK_SCHEDULE, "host"),
+    _setting(CLEANUP_SCHEDULE, "host"),
+    _setting(LOOKAHEAD, "app"),
+    _setting(OUTBOUND_ALLOWLIST, "app"),
+    _setting(OUTBOUND_CA_FILE, "app", in_azure=False),  # a development CA
+    _setting(AUTHORITY_HOST, "app"),
+    _setting(STORAGE_SUFFIX, "app"),
+    _setting(QUEUE_ENDPOINT_TEMPLATE, "app", in_azure=False),  # Azurite
+    _setting(SERVICEBUS_SUFFIX, "app"),
+    _setting(SERVICEBUS_ENDPOINT, "app", in_azure=False),  # a local broker
+    # Flex Consumption takes the language from the site's runtime settings, not this one.
+    _setting("FUNCTIONS_WORKER_RUNTIME", "host", in_azure=False),
+    _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
+    _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
+    _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
+    _setting("SCHEDULER_PORT", "devhost", in_azure=False),
+    _setting("SCHEDULER_FUNCTION_KEY", "devhost", in_sample=False, in_azure=False),
+)
+
 DEFAULT_LOOKAHEAD_S = 90  # with a tick a minute, every occurrence is on the queue 30 s early
 DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
 DEFAULT_STORAGE_SUFFIX = "core.windows.net"  # sovereign clouds: core.chinacloudapi.cn, ...
@@ -31,6 +80,16 @@ DEFAULT_SERVICEBUS_SUFFIX = "servicebus.windows.net"
 
 class SettingError(ValueError):
     """A setting is present but unusable: the app refuses to start with it."""
+
+
+@dataclass(frozen=True)
+class StorageIdentity:
+    """Where the app's tables and queues are, and which identity reaches them (Azure)."""
+
+    table_service_uri: str
+    queue_service_uri: str
+    credential: str | None  # "managedidentity", or None for the default chain (az login, ...)
+    client_id: str | None
 
 
 @dataclass(frozen=True)
@@ -44,6 +103,7 @@ class Settings:
     queue_endpoint_template: str | None = None
     servicebus_suffix: str = DEFAULT_SERVICEBUS_SUFFIX
     servicebus_endpoint: str | None = None
+    storage_identity: StorageIdentity | None = None
 
     @property
     def horizon(self) -> timedelta:
@@ -84,6 +144,7 @@ class Settings:
             raise SettingError(f"{LOOKAHEAD} must be between 1 and 3600 seconds")
         return cls(
             storage_connection=environment.get(STORAGE, ""),
+            storage_identity=_storage_identity(environment),
             lookahead=timedelta(seconds=seconds),
             outbound_allowlist=environment.get(OUTBOUND_ALLOWLIST, ""),
             outbound_ca_file=environment.get(OUTBOUND_CA_FILE) or None,
@@ -93,3 +154,17 @@ class Settings:
             servicebus_suffix=environment.get(SERVICEBUS_SUFFIX) or DEFAULT_SERVICEBUS_SUFFIX,
             servicebus_endpoint=environment.get(SERVICEBUS_ENDPOINT) or None,
         )
+
+
+def _storage_identity(environment: Mapping[str, str]) -> StorageIdentity | None:
+    """Identity-based storage settings, when there are any (they win over a connection string)."""
+    tables, queues = environment.get(STORAGE_TABLE_URI), environment.get(STORAGE_QUEUE_URI)
+    if not tables and not queues:
+        return None
+    if not tables or not queues:
+        missing = STORAGE_QUEUE_URI if tables else STORAGE_TABLE_URI
+        raise SettingError(f"{missing} is needed too: the app uses both tables and queues")
+    credential = (environment.get(STORAGE_CREDENTIAL) or "").lower() or None
+    if credential not in (None, "managedidentity"):
+        raise SettingError(f"{STORAGE_CREDENTIAL} must be 'managedidentity' or unset")
+    return StorageIdentity(tables, queues, credential, environment.get(STORAGE_CLIENT_ID) or None)

@@ -15,9 +15,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
 
-from shared.actions.http import MOST_BODY_BYTES, HttpActions, execution_id
+from shared.actions.http import MOST_BODY_BYTES, HttpActions
 from shared.actions.oauth import TokenCache
-from shared.execution import Attempt
+from shared.execution import Attempt, execution_id
 from shared.outbound import OutboundPolicy
 from shared.resources import CollectionId, JobId
 from tests.targets import Target, token_endpoint

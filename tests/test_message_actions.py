@@ -18,10 +18,9 @@ import pytest
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
 from devhost.azurite import ACCOUNT, ACCOUNT_KEY, queue_endpoint_template
-from shared.actions.http import execution_id
 from shared.actions.service_bus import ServiceBusActions
 from shared.actions.storage_queue import StorageQueueActions
-from shared.execution import Attempt
+from shared.execution import Attempt, execution_id
 from shared.jobs import ActionName
 from shared.resources import CollectionId, JobId
 from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
@@ -202,14 +201,15 @@ def test_a_queue_message_carries_the_body_and_every_mapped_property(broker: Amqp
     assert received.application_properties["x-ms-scheduler-execution-id"] == execution_id(JOB, ATTEMPT)
 
 
-def test_a_topic_message_without_properties_takes_the_execution_id_as_message_id(broker: AmqpBroker) -> None:
+def test_a_message_without_properties_takes_the_execution_id_as_message_id(broker: AmqpBroker) -> None:
     attempt = Attempt(START + timedelta(hours=1), action=ActionName.ERROR_ACTION, retry=2)
     succeeded, said = bus_actions(broker.endpoint).perform(bus_action("reports", topic=True), JOB, attempt)
     assert succeeded, said
     assert said == "ServiceBusTopic Action - The message was sent to topic 'reports' of namespace 'contoso-jobs'"
     [received] = broker.wait_for(1, "reports")
     assert received.body == b"nightly run"
-    assert received.properties["message_id"] == execution_id(JOB, attempt)  # duplicate detection works
+    # duplicate detection works; an errorAction's message has an id of its own
+    assert received.properties["message_id"] == execution_id(JOB, attempt) + "-error"
     assert received.application_properties["x-ms-scheduler-action"] == "ErrorAction"
     assert received.application_properties["x-ms-scheduler-retry-count"] == "2"
     assert received.durable is False

@@ -4,6 +4,7 @@ and real HTTP targets, with the clock in the test's hands."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -260,3 +261,16 @@ def test_messages_on_the_queue_are_json_with_the_attempt(pipeline: Pipeline, tar
     assert message["job"]["job"] == "shape"
     assert message["attempt"]["action"] == "MainAction"
     assert json.dumps(message)
+
+
+def test_the_executors_logs_name_the_collection_job_and_execution(pipeline: Pipeline, target: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """Application Insights receives these lines: they must say which execution they are about."""
+    target.answer("/logged", 200)
+    job = pipeline.put_job("logged", job_at(target, "/logged"))
+    with caplog.at_level(logging.INFO, logger="scheduler"):
+        pipeline.advance(MINUTE)
+    [call] = target.received("/logged")
+    execution = call.headers["x-ms-scheduler-execution-id"]
+    [line] = [record.getMessage() for record in caplog.records if execution in record.getMessage()]
+    assert f"collection {job.collection.arm_id} job logged execution {execution}" in line
+    assert "Response from host" in line

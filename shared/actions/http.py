@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from shared.actions.oauth import TokenCache, TokenUnavailable
-from shared.execution import Attempt
+from shared.execution import Attempt, execution_id
 from shared.jobs import HttpAuthenticationType
 from shared.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.resources import JobId
@@ -143,13 +143,6 @@ def identity_headers(job: JobId, attempt: Attempt) -> dict[str, str]:
         "x-ms-scheduler-retry-count": str(attempt.retry),
         "x-ms-scheduler-action": attempt.action.value,
     }
-
-
-def execution_id(job: JobId, attempt: Attempt) -> str:
-    """The occurrence's identity: its job and expected time (and whether it was a run-now)."""
-    kind = "run-now" if attempt.run_now else "scheduled"
-    seed = f"{job.arm_id.lower()}|{iso(attempt.expected)}|{kind}"
-    return hashlib.sha256(seed.encode()).hexdigest()[:32]
 
 
 def _first_bytes(response: httpx.Response) -> str:

@@ -30,9 +30,9 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
 )
 
-from shared.actions.http import IDENTITY_PREFIX, execution_id, identity_headers
-from shared.execution import Attempt
-from shared.jobs import ActionType, read_duration
+from shared.actions.http import IDENTITY_PREFIX, identity_headers
+from shared.execution import Attempt, execution_id
+from shared.jobs import ActionName, ActionType, read_duration
 from shared.resources import JobId
 from shared.settings import Settings
 from shared.wire import parse_iso
@@ -65,7 +65,11 @@ def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> Se
     keywords: dict[str, Any] = {
         keyword: given[name] for name, keyword in _PROPERTY_NAMES.items() if given.get(name)
     }
-    keywords.setdefault("message_id", execution_id(job, attempt))
+    # An errorAction's message is another message than the main action's: its own id.
+    own_id = execution_id(job, attempt)
+    if attempt.action is ActionName.ERROR_ACTION:
+        own_id += "-error"
+    keywords.setdefault("message_id", own_id)
     if given.get("scheduledEnqueueTimeUtc"):
         keywords["scheduled_enqueue_time_utc"] = parse_iso(given["scheduledEnqueueTimeUtc"])
     if given.get("timeToLive"):

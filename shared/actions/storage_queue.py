@@ -26,8 +26,7 @@ from azure.core.exceptions import (
 )
 from azure.storage.queue import LinearRetry, QueueClient, TextBase64EncodePolicy
 
-from shared.actions.http import execution_id
-from shared.execution import Attempt
+from shared.execution import Attempt, execution_id
 from shared.resources import JobId
 from shared.settings import Settings
 from shared.wire import iso

@@ -1,0 +1,108 @@
+// The Function App on a Flex Consumption plan, running Python 3.11 as the user-assigned identity.
+// Its app settings are the ones shared/settings.py marks for Azure (a test checks the two agree).
+param name string
+param planName string
+param location string
+param tags object = {}
+param storageAccountName string
+param deploymentContainerName string
+param applicationInsightsName string
+param identityId string
+param identityClientId string
+param tickSchedule string
+param cleanupSchedule string
+param lookaheadSeconds int
+param outboundAllowlist string
+param serviceBusEndpointSuffix string
+param maximumInstanceCount int
+param instanceMemoryMB int
+param alwaysReadyInstances int
+
+resource account 'Microsoft.Storage/storageAccounts@2025-01-01' existing = {
+  name: storageAccountName
+}
+
+resource insights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+var appSettings = {
+  // Storage for the host and the app, reached as the identity (shared-key access is off).
+  AzureWebJobsStorage__blobServiceUri: account.properties.primaryEndpoints.blob
+  AzureWebJobsStorage__queueServiceUri: account.properties.primaryEndpoints.queue
+  AzureWebJobsStorage__tableServiceUri: account.properties.primaryEndpoints.table
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+  APPLICATIONINSIGHTS_CONNECTION_STRING: insights.properties.ConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+  // The scheduler's own (README, "Commands").
+  SCHEDULER_TICK_SCHEDULE: tickSchedule
+  SCHEDULER_CLEANUP_SCHEDULE: cleanupSchedule
+  SCHEDULER_LOOKAHEAD_SECONDS: string(lookaheadSeconds)
+  SCHEDULER_OUTBOUND_ALLOWLIST: outboundAllowlist
+  SCHEDULER_AUTHORITY_HOST: environment().authentication.loginEndpoint
+  SCHEDULER_STORAGE_ENDPOINT_SUFFIX: environment().suffixes.storage
+  SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX: serviceBusEndpointSuffix
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true // Linux
+  }
+}
+
+resource app 'Microsoft.Web/sites@2024-11-01' = {
+  name: name
+  location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      minTlsVersion: '1.2'
+      appSettings: [for setting in items(appSettings): { name: setting.key, value: setting.value }]
+    }
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${account.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+        // Warm executors run an occurrence within a second of its time; a cold one first starts.
+        alwaysReady: alwaysReadyInstances > 0
+          ? [{ name: 'function:executor', instanceCount: alwaysReadyInstances }]
+          : []
+      }
+      runtime: {
+        name: 'python'
+        version: '3.11'
+      }
+    }
+  }
+}
+
+output name string = app.name
+output url string = 'https://${app.properties.defaultHostName}'
