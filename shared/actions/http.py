@@ -9,12 +9,10 @@ and ActiveDirectoryOAuth (a bearer token from `TokenCache`).
 from __future__ import annotations
 
 import base64
-import collections
 import hashlib
 import os
 import ssl
 import tempfile
-import threading
 from typing import Any
 
 import httpx
@@ -25,6 +23,7 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
+from shared.actions.clients import ClientPool
 from shared.actions.oauth import TokenCache, TokenUnavailable
 from shared.execution import Attempt, execution_id
 from shared.jobs import HttpAuthenticationType
@@ -45,10 +44,7 @@ class HttpActions:
     ) -> None:
         self._policy, self._extra_ca_file, self._tokens = policy, extra_ca_file, tokens
         self._client = guarded_client(policy, tls_context(extra_ca_file))
-        self._certificate_clients: collections.OrderedDict[str, httpx.Client] = (
-            collections.OrderedDict()
-        )
-        self._lock = threading.Lock()
+        self._certificate_clients: ClientPool[httpx.Client] = ClientPool(_MOST_CERTIFICATE_CLIENTS)
 
     def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt) -> tuple[bool, str]:
         """Send the request; (succeeded, the message history keeps)."""
@@ -98,18 +94,9 @@ class HttpActions:
         key = hashlib.sha256(
             f"{authentication['pfx']}\n{authentication.get('password') or ''}".encode()
         ).hexdigest()
-        with self._lock:
-            client = self._certificate_clients.get(key)
-            if client is not None:
-                self._certificate_clients.move_to_end(key)
-                return client
-        client = guarded_client(self._policy, self._with_certificate(authentication))
-        with self._lock:
-            self._certificate_clients[key] = client
-            if len(self._certificate_clients) > _MOST_CERTIFICATE_CLIENTS:
-                _, oldest = self._certificate_clients.popitem(last=False)
-                oldest.close()
-        return client
+        return self._certificate_clients.get(
+            key, lambda: guarded_client(self._policy, self._with_certificate(authentication))
+        )
 
     def _with_certificate(self, authentication: dict[str, Any]) -> ssl.SSLContext:
         """A TLS context presenting the job's certificate (ssl loads keys only from files)."""

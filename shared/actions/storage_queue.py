@@ -10,9 +10,7 @@ read the text as a string accept either).
 
 from __future__ import annotations
 
-import collections
 import re
-import threading
 import uuid
 from typing import Any
 from xml.sax.saxutils import escape
@@ -26,6 +24,7 @@ from azure.core.exceptions import (
 )
 from azure.storage.queue import LinearRetry, QueueClient, TextBase64EncodePolicy
 
+from shared.actions.clients import ClientPool
 from shared.execution import Attempt, execution_id
 from shared.resources import JobId
 from shared.settings import Settings
@@ -65,10 +64,7 @@ class StorageQueueActions:
 
     def __init__(self, settings: Settings, timeout: float = READ_TIMEOUT_S) -> None:
         self._settings, self._timeout = settings, timeout
-        self._clients: collections.OrderedDict[tuple[str, str, str], QueueClient] = (
-            collections.OrderedDict()
-        )
-        self._lock = threading.Lock()
+        self._clients: ClientPool[QueueClient] = ClientPool(_MOST_CLIENTS)
 
     def perform(
         self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str
@@ -93,27 +89,18 @@ class StorageQueueActions:
         return True, f"StorageQueue Action - The message was put on {where}"
 
     def _client(self, account: str, queue: str, sas: str) -> QueueClient:
-        key = (account.lower(), queue, sas)
-        with self._lock:
-            client = self._clients.get(key)
-            if client is not None:
-                self._clients.move_to_end(key)
-                return client
-        client = QueueClient(
-            self._settings.queue_account_url(account),
-            queue,
-            credential=sas.lstrip("?"),
-            message_encode_policy=TextBase64EncodePolicy(),
-            connection_timeout=CONNECT_TIMEOUT_S,
-            read_timeout=self._timeout,
-            retry_policy=RETRIES,
+        return self._clients.get(
+            (account.lower(), queue, sas),
+            lambda: QueueClient(
+                self._settings.queue_account_url(account),
+                queue,
+                credential=sas.lstrip("?"),
+                message_encode_policy=TextBase64EncodePolicy(),
+                connection_timeout=CONNECT_TIMEOUT_S,
+                read_timeout=self._timeout,
+                retry_policy=RETRIES,
+            ),
         )
-        with self._lock:
-            self._clients[key] = client
-            if len(self._clients) > _MOST_CLIENTS:
-                _, oldest = self._clients.popitem(last=False)
-                oldest.close()
-        return client
 
 
 def _said(what: str, error: Exception, sas: str) -> str:

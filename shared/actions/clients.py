@@ -1,0 +1,41 @@
+"""A bounded set of open clients, shared by threads: one per key, the least recently used closed
+when there are too many (each holds connections, and jobs can name any number of keys)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+Client = TypeVar("Client", bound=Closable)
+
+
+class ClientPool(Generic[Client]):
+    def __init__(self, most: int) -> None:
+        self._most = most
+        self._clients: collections.OrderedDict[Hashable, Client] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, open_client: Callable[[], Client]) -> Client:
+        """The client kept for `key`, opened (outside the lock: it may be slow) if there is none."""
+        with self._lock:
+            client = self._clients.get(key)
+            if client is not None:
+                self._clients.move_to_end(key)
+                return client
+        client = open_client()
+        with self._lock:
+            self._clients[key] = client
+            if len(self._clients) > self._most:
+                _, oldest = self._clients.popitem(last=False)
+                oldest.close()
+        return client
+
+    def __len__(self) -> int:
+        return len(self._clients)
