@@ -45,6 +45,8 @@ STORAGE_ACCOUNT = re.compile(r"[A-Za-z0-9]{3,24}")  # lower case in Azure; DNS i
 QUEUE_NAME = re.compile(r"(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]")
 ENTITY_PATH = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?")
+# Characters XML 1.0 cannot carry, even escaped: a StorageQueue message travels inside XML.
+NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 LONGEST_MESSAGE_PROPERTY = 128  # Service Bus: messageId, sessionId, partitionKey and the like
 _LIMITED_PROPERTIES = ("messageId", "sessionId", "partitionKey", "replyToSessionId",
                        "viaPartitionKey")  # fmt: skip
@@ -221,6 +223,14 @@ def _storage_queue_problems(message: StorageQueueMessage, path: str) -> list[Fie
                 f"{path}.queueName",
                 "must be 3 to 63 lower-case letters, digits and single hyphens, "
                 "starting and ending with a letter or digit",
+            )
+        )
+    unfit = NOT_IN_XML.search(message.message)
+    if unfit:
+        problems.append(
+            FieldError(
+                f"{path}.message",
+                f"holds U+{ord(unfit.group()):04X}, which the queue message's XML cannot carry",
             )
         )
     if not message.sas_token.strip().lstrip("?"):

@@ -250,6 +250,9 @@ INVALID = [
     ({"action": {"type": "StorageQueue", "queueMessage": {
         "storageAccount": "myStorageAccount", "queueName": "My_Queue", "sasToken": "sv=1&sig=x", "message": "m"}}},
      "properties.action.queueMessage.queueName: must be 3 to 63 lower-case letters"),
+    ({"action": {"type": "StorageQueue", "queueMessage": {
+        "storageAccount": "contoso", "queueName": "jobs", "sasToken": "sv=1&sig=x", "message": "bell \u0007"}}},
+     "properties.action.queueMessage.message: holds U+0007, which the queue message's XML cannot carry"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "PT10S"}}},
      "properties.action.retryPolicy.retryInterval: 10 seconds is too short: the least allowed is 15 seconds"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryCount": 21}}},
