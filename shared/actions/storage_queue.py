@@ -107,7 +107,7 @@ def _said(what: str, error: Exception, sas: str) -> str:
     """History's message for a failure, with no trace of the SAS token in it."""
     reason = getattr(error, "reason", None) or ""
     code = getattr(error, "error_code", None) or ""
-    code = getattr(code, "value", code)  # StorageErrorCode.AUTHENTICATION_FAILED: AuthenticationFailed
+    code = getattr(code, "value", code)  # an enum: its value is the code as Azure spells it
     status = getattr(error, "status_code", None)
     detail = " ".join(str(part) for part in (status, code or reason) if part)
     if not detail:
