@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import os
+import resource
 import statistics
 import threading
 import time
@@ -74,7 +76,18 @@ def actions(target: str, storage: str) -> dict[str, dict[str, Any]]:
     }  # fmt: skip
 
 
-def run(pipeline: Pipeline, action: dict[str, Any], count: int) -> dict[str, float]:
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) this process, or process `pid`, has used so far."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(
+    pipeline: Pipeline, action: dict[str, Any], count: int, storage_pid: int
+) -> dict[str, float]:
     """Save `count` one-offs due at START, tick once, then time the executions."""
     once = action | {"retryPolicy": {"retryType": "None"}}
     jobs = [pipeline.put_job(f"job-{n}", {"startTime": START.isoformat(), "action": once})
@@ -93,6 +106,7 @@ def run(pipeline: Pipeline, action: dict[str, Any], count: int) -> dict[str, flo
             durations.append(took)
 
     started = time.perf_counter()
+    cpu_here, cpu_storage = cpu_seconds(), cpu_seconds(storage_pid)
     with ThreadPoolExecutor(WORKERS) as pool:
         done = 0
         while done < count:
@@ -104,6 +118,7 @@ def run(pipeline: Pipeline, action: dict[str, Any], count: int) -> dict[str, flo
             list(pool.map(execute, batch))
             done += len(batch)
     elapsed = time.perf_counter() - started
+    cpu_here, cpu_storage = cpu_seconds() - cpu_here, cpu_seconds(storage_pid) - cpu_storage
     for job in jobs:
         entries = pipeline.history(job)
         if not entries or entries[-1]["status"] != "Completed":
@@ -115,6 +130,8 @@ def run(pipeline: Pipeline, action: dict[str, Any], count: int) -> dict[str, flo
         "p99": durations[int(0.99 * (len(durations) - 1))] * 1000,
         "first": max(durations) * 1000,
         "failed": len(failed),
+        "cpu_ms": cpu_here / count * 1000,
+        "azurite_cpu_ms": cpu_storage / count * 1000,
     }
 
 
@@ -133,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             links = broker.sender_links
             pipeline = Pipeline(emulator.connection_string, service_bus=broker.endpoint,
                                 action_timeout=30)  # fmt: skip
-            results[kind] = run(pipeline, action, options.jobs)
+            results[kind] = run(pipeline, action, options.jobs, emulator.process.pid)
             results[kind]["links"] = broker.sender_links - links
             pipeline.service_bus.close()
             print(f"{kind}: {results[kind]}", flush=True)
@@ -151,7 +168,7 @@ def report(results: dict[str, dict[str, float]], jobs: int) -> str:
     rows = "\n".join(
         f"| {kind} | {r['rate']:.1f} | {r['rate'] / http:.2f} | {r['p50']:.0f} / {r['p99']:.0f} "
         f"| {r['first']:.0f} | {int(r['links']) if kind.startswith('ServiceBus') else '–'} "
-        f"| {int(r['failed'])} |"
+        f"| {int(r['failed'])} | {r['cpu_ms']:.1f} + {r['azurite_cpu_ms']:.1f} |"
         for kind, r in results.items()
     )
     return f"""# Executions per second by action type
@@ -161,14 +178,16 @@ Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.actions` on {machine()
 threads against Azurite, with each action's peer on the same machine (an HTTP server, Azurite's
 queues with a SAS token, the test AMQP broker through the unmodified azure-servicebus SDK).
 
-| action | executions/s | to Http | p50 / p99 ms | slowest ms | sender links | failed |
-|---|---:|---:|---:|---:|---:|---:|
+| action | executions/s | to Http | p50 / p99 ms | slowest ms | sender links | failed | CPU ms |
+|---|---:|---:|---:|---:|---:|---:|---:|
 {rows}
 
 An execution is the whole of it: reading the job, the action, and the history and status
 written back in one batch; the storage calls around the action are the same for every type.
 "Slowest" is the one execution that waited longest, which for Service Bus includes opening the
-sender; "sender links" counts the links the broker saw attached during the run.
+sender; "sender links" counts the links the broker saw attached during the run. "CPU ms" is
+the CPU time per execution of this process (executor, peers but Azurite, the SDKs) plus that of
+Azurite, read from the kernel's counters over the timed part of the run.
 """
 
 
