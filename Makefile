@@ -33,6 +33,7 @@ bench: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.pipeline
 	$(BIN)/python -m bench.actions
+	$(BIN)/python -m bench.azurite_queue
 
 lint: $(PYDEPS)
 	$(BIN)/ruff check .
