@@ -9,45 +9,148 @@ now + horizon, which no tick reaches before now + look-ahead).
 Visibility delays are whole seconds: a message becomes visible between `EARLY` and `EARLY` + 1 s
 before it is due (the executor waits out the rest), so that a queue poll (every 0.5 s at most,
 host.json) finds it in time.
+
+Attempts that become visible in the same second travel in one message (up to
+`MOST_PER_MESSAGE`). Few messages then wait on the queue: a queue holding thousands of invisible
+messages costs the storage service on every receive (Azurite, measured in
+bench/results/azurite_queue.md), and each message is a transaction on the Azure bill. The
+executor's follow-ups are gathered for a moment (`coalesce`) so that jobs due in the same second,
+however they were created, come to share their messages.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
-from dataclasses import replace
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from azure.storage.queue import QueueClient
 
 from shared.due_index import DueIndex
-from shared.execution import Delivery
+from shared.execution import MOST_PER_MESSAGE, Delivery, message_of
 
 EARLY = timedelta(seconds=0.5)
 _NEVER_EXPIRES = -1
 
 
+@dataclass
+class _Gathering:
+    """Follow-ups that become visible in one second, waiting for their message to be sent."""
+
+    deliveries: list[Delivery] = field(default_factory=list)
+    sent: threading.Event = field(default_factory=threading.Event)
+    failure: BaseException | None = None
+
+
 class Dispatcher:
-    def __init__(self, queue: QueueClient, index: DueIndex, horizon: timedelta) -> None:
+    def __init__(
+        self,
+        queue: QueueClient,
+        index: DueIndex,
+        horizon: timedelta,
+        coalesce: timedelta = timedelta(0),
+    ) -> None:
         self._queue, self._index, self.horizon = queue, index, horizon
+        self._coalesce = coalesce
+        self._gathering: dict[int, _Gathering] = {}
+        self._lock = threading.Lock()
 
     def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> None:
+        """Queue what is due within the horizon (grouped by second), index the rest."""
+        soon = []
         for delivery in deliveries:
             if delivery.pending.due - now <= self.horizon:
-                self.enqueue(delivery, now)
+                soon.append(delivery)
             else:
                 self._index.add(delivery)
+        self.queue(soon, now)
+
+    def queue(
+        self, deliveries: Iterable[Delivery], now: datetime, senders: Executor | None = None
+    ) -> None:
+        """Send these to the queue, whenever they are due: one message per second of them
+        (sent by `senders` in parallel, if given); raises if any send failed."""
+        by_second: dict[int, list[Delivery]] = defaultdict(list)
+        for delivery in deliveries:
+            by_second[_visible_second(delivery)].append(delivery)
+        messages = [
+            group[start : start + MOST_PER_MESSAGE]
+            for group in by_second.values()
+            for start in range(0, len(group), MOST_PER_MESSAGE)
+        ]
+        if senders is None:
+            for message in messages:
+                self._send(message, now)
+        else:
+            list(senders.map(lambda message: self._send(message, now), messages))
+
+    def dispatch_follow_ups(self, deliveries: Sequence[Delivery], now: datetime) -> None:
+        """As `dispatch`, but queue-bound attempts first wait up to `coalesce` (real time) for
+        others of the same second from other threads, and share one message with them.
+        Returns once they are sent (or raises what the send raised)."""
+        soon = [d for d in deliveries if d.pending.due - now <= self.horizon]
+        later = [d for d in deliveries if d.pending.due - now > self.horizon]
+        self.dispatch(later, now)
+        if not soon:
+            return
+        if self._coalesce <= timedelta(0):
+            self.queue(soon, now)
+            return
+        for delivery in soon:
+            self._gather(delivery, now)
 
     def enqueue(
         self, delivery: Delivery, now: datetime, *, at_least: timedelta = timedelta(0)
     ) -> None:
         """Send one delivery, visible shortly before it is due (`at_least` from now)."""
-        wait = max((delivery.pending.due - now - EARLY).total_seconds(), at_least.total_seconds())
-        message = replace(delivery, sent_at=now).to_message()
+        self._send([delivery], now, at_least=at_least)
+
+    def _gather(self, delivery: Delivery, now: datetime) -> None:
+        second = _visible_second(delivery)
+        with self._lock:
+            gathering = self._gathering.get(second)
+            leader = gathering is None or len(gathering.deliveries) >= MOST_PER_MESSAGE
+            if leader:
+                gathering = self._gathering[second] = _Gathering()
+            assert gathering is not None
+            gathering.deliveries.append(delivery)
+        if not leader:
+            gathering.sent.wait()
+            if gathering.failure is not None:
+                raise gathering.failure
+            return
+        time.sleep(self._coalesce.total_seconds())  # the others join meanwhile
+        with self._lock:
+            if self._gathering.get(second) is gathering:
+                del self._gathering[second]
+        try:
+            self._send(gathering.deliveries, now)
+        except BaseException as failure:
+            gathering.failure = failure
+            raise
+        finally:
+            gathering.sent.set()
+
+    def _send(
+        self, deliveries: Sequence[Delivery], now: datetime, *, at_least: timedelta = timedelta(0)
+    ) -> None:
+        due = min(delivery.pending.due for delivery in deliveries)
+        wait = max((due - now - EARLY).total_seconds(), at_least.total_seconds())
+        message = message_of([replace(delivery, sent_at=now) for delivery in deliveries])
         # A message never expires: one that waits out a long backlog must still run.
         self._queue.send_message(
             json.dumps(message, separators=(",", ":")),
             visibility_timeout=max(0, math.floor(wait)),
             time_to_live=_NEVER_EXPIRES,
         )
+
+
+def _visible_second(delivery: Delivery) -> int:
+    """The second (since 1970) in which the delivery's message should become visible."""
+    return math.floor((delivery.pending.due - EARLY).timestamp())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -140,6 +141,26 @@ class Delivery:
             Pending.from_wire(message["attempt"]),
             parse_iso(sent_at) if sent_at else None,
         )
+
+
+MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
+
+
+def message_of(deliveries: Sequence[Delivery]) -> dict[str, Any]:
+    """One queue message for deliveries due in the same second (one alone: its own shape)."""
+    if len(deliveries) == 1:
+        return deliveries[0].to_message()
+    return {"deliveries": [delivery.to_message() for delivery in deliveries]}
+
+
+def deliveries_of(message: dict[str, Any]) -> list[Delivery]:
+    """What a queue message carries; KeyError, TypeError or ValueError if malformed."""
+    if "deliveries" not in message:
+        return [Delivery.from_message(message)]
+    carried = message["deliveries"]
+    if not isinstance(carried, list) or not carried:
+        raise ValueError("'deliveries' must be a list of at least one delivery")
+    return [Delivery.from_message(item) for item in carried]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
@@ -29,6 +31,7 @@ from shared.execution import (
     Resend,
     Run,
     Skip,
+    deliveries_of,
     execution_id,
     plan,
     settle,
@@ -44,6 +47,7 @@ log = logging.getLogger("scheduler.executor")
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 _RECORD_ATTEMPTS = 8
+GROUP_THREADS = 64  # deliveries of grouped messages running at once, across messages
 
 
 class RecordingFailed(RuntimeError):
@@ -63,24 +67,49 @@ class Executor:
     ) -> None:
         self._store, self._dispatcher, self._actions = store, dispatcher, actions
         self._clock, self._sleep, self._max_deliveries = clock, sleep, max_deliveries
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def seconds_until_due(self, text: str) -> float:
         """How long a message that came early should wait (awaited by the function, so that
         the wait holds no worker thread); 0 when it is due, or too early to wait for."""
         try:
-            due = Delivery.from_message(json.loads(text)).pending.due
+            due = min(delivery.pending.due for delivery in deliveries_of(json.loads(text)))
         except (ValueError, KeyError, TypeError):
             return 0.0
         early = due - self._clock()
         return early.total_seconds() if timedelta(0) < early <= MOST_EARLY else 0.0
 
     def handle(self, text: str, dequeue_count: int) -> None:
-        """Handle one message; raises (so the host retries it) only when it could not finish."""
+        """Handle one message; raises (so the host retries it) only when it could not finish.
+
+        A message may carry several deliveries due in the same second: they run side by side,
+        and if any could not finish the message comes again (the finished ones then see that
+        they are no longer pending, and do nothing).
+        """
         try:
-            delivery = Delivery.from_message(json.loads(text))
+            deliveries = deliveries_of(json.loads(text))
         except (ValueError, KeyError, TypeError) as problem:
             log.error("dropped a malformed execution message (%s): %.200s", problem, text)
             return
+        if len(deliveries) == 1:
+            self._handle_one(deliveries[0], dequeue_count)
+            return
+        running = [
+            self._side_by_side().submit(self._handle_one, delivery, dequeue_count)
+            for delivery in deliveries
+        ]
+        failures = [failure for done in running if (failure := done.exception()) is not None]
+        if failures:
+            raise failures[0]
+
+    def _side_by_side(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(GROUP_THREADS, thread_name_prefix="delivery")
+            return self._pool
+
+    def _handle_one(self, delivery: Delivery, dequeue_count: int) -> None:
         try:
             self._handle(delivery, redelivered=dequeue_count > 1)
         except Exception as failure:
@@ -152,7 +181,7 @@ class Executor:
         for _ in range(_RECORD_ATTEMPTS):
             settlement = settle(stored.document, run, outcome, self._clock())
             if self._store.settle_job(stored, settlement.document, settlement.history):
-                self._dispatcher.dispatch(
+                self._dispatcher.dispatch_follow_ups(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
                 )
                 log.info("%s: %s", _name(delivery), outcome.message[:200])

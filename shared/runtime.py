@@ -9,7 +9,7 @@ import contextlib
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -33,6 +33,7 @@ from shared.store import Store
 
 EXECUTIONS_QUEUE = "executions"
 EXECUTION_THREADS = 32
+FOLLOW_UP_GATHERING = timedelta(milliseconds=250)
 
 
 class StorageRequestCounter:
@@ -110,7 +111,10 @@ def due_index() -> DueIndex:
 
 @functools.cache
 def dispatcher() -> Dispatcher:
-    return Dispatcher(execution_queue(), due_index(), settings().horizon)
+    # Follow-ups wait up to a quarter second for others of the same second (shared.dispatch).
+    return Dispatcher(
+        execution_queue(), due_index(), settings().horizon, coalesce=FOLLOW_UP_GATHERING
+    )
 
 
 @functools.cache

@@ -43,7 +43,7 @@ def tick(
             end = min(bucket + BUCKET, until)
             rows = index.due(cursor, end)
             # Any failed send raises here, before the rows go and the watermark moves.
-            list(senders.map(lambda row: dispatcher.enqueue(row.delivery, now), rows))
+            dispatcher.queue([row.delivery for row in rows], now, senders)
             index.remove(rows)
             handed += len(rows)
             cursor = end

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,8 @@ from shared.execution import (
     Run,
     Skip,
     defined_document,
+    deliveries_of,
+    message_of,
     pending_of,
     plan,
     resumed,
@@ -27,6 +30,7 @@ from shared.execution import (
 from shared.job_documents import stored_definition
 from shared.jobs import ActionName, JobBody
 from shared.resources import CollectionId, JobId
+from shared.wire import iso
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -273,3 +277,20 @@ def test_messages_round_trip() -> None:
     doc = retrying(1)
     delivered = delivery_of(doc, sent_at=T0)
     assert Delivery.from_message(delivered.to_message()) == delivered
+
+
+def test_deliveries_due_in_one_second_travel_in_one_message() -> None:
+    first = Delivery(JOB, iso(T0), Pending(Attempt(T0), T0))
+    second = Delivery(JobId(JOB.collection, "other"), iso(T0), Pending(Attempt(T0), T0))
+    assert message_of([first]) == first.to_message()  # one alone keeps the single shape
+    assert deliveries_of(message_of([first])) == [first]
+    grouped = message_of([first, second])
+    assert list(grouped) == ["deliveries"]
+    assert deliveries_of(json.loads(json.dumps(grouped))) == [first, second]
+
+
+@pytest.mark.parametrize("message", [{"deliveries": []}, {"deliveries": "x"}, {"deliveries": [{"job": {}}]}],
+                         ids=["empty", "not-a-list", "malformed-member"])  # fmt: skip
+def test_a_malformed_group_is_refused(message: dict[str, Any]) -> None:
+    with pytest.raises((ValueError, KeyError, TypeError)):
+        deliveries_of(message)

@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from shared.collection_jobs import set_job_states
+from shared.dispatch import Dispatcher
+from shared.execution import Attempt, Delivery, Pending
 from shared.jobs import JobState
+from shared.resources import JobId
 from shared.store import Preconditions, Store
-from shared.wire import parse_iso
+from shared.wire import iso, parse_iso
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -274,3 +278,35 @@ def test_the_executors_logs_name_the_collection_job_and_execution(pipeline: Pipe
     [line] = [record.getMessage() for record in caplog.records if execution in record.getMessage()]
     assert f"collection {job.collection.arm_id} job logged execution {execution}" in line
     assert "Response from host" in line
+
+
+def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, target: Target) -> None:
+    for n in range(5):
+        target.answer(f"/together-{n}", 200)
+    target.answer("/apart", 200)
+    jobs = [pipeline.put_job(f"together-{n}", job_at(target, f"/together-{n}")) for n in range(5)]
+    jobs.append(pipeline.put_job("apart", job_at(target, "/apart", start=START + timedelta(seconds=10))))
+    assert pipeline.advance(MINUTE + timedelta(seconds=15)) == 2  # a message for each second
+    for n in range(5):
+        assert len(target.received(f"/together-{n}")) == 1
+    assert len(target.received("/apart")) == 1
+    assert [pipeline.history(job)[0]["status"] for job in jobs] == ["Completed"] * 6
+
+
+def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipeline: Pipeline) -> None:
+    gathering = Dispatcher(pipeline.queue, pipeline.index, horizon=timedelta(hours=1),
+                           coalesce=timedelta(milliseconds=300))  # fmt: skip
+    now = pipeline.clock()
+
+    def follow_up(n: int, due: Any) -> Delivery:
+        return Delivery(JobId(pipeline.collection, f"job-{n}"), iso(now), Pending(Attempt(due), due))
+
+    # Due now (and 3 s ago): visible at once, for the test to look at.
+    same_second = [follow_up(n, now) for n in range(8)]
+    with ThreadPoolExecutor(8) as threads:
+        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
+    gathering.dispatch_follow_ups([follow_up(9, now - timedelta(seconds=3))], now)
+    messages = pipeline.messages()
+    assert sorted(len(m.get("deliveries", [m])) for m in messages) == [1, 8]
+    grouped = next(m for m in messages if "deliveries" in m)
+    assert sorted(d["job"]["job"] for d in grouped["deliveries"]) == [f"job-{n}" for n in range(8)]
