@@ -47,7 +47,9 @@ log = logging.getLogger("scheduler.executor")
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 _RECORD_ATTEMPTS = 8
-GROUP_THREADS = 64  # deliveries of grouped messages running at once, across messages
+# Deliveries of grouped messages running at once, across messages. Each mostly waits (for its
+# due time, storage, its target, its follow-up's message), so there are many.
+GROUP_THREADS = 256
 
 
 class RecordingFailed(RuntimeError):
