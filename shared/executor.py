@@ -48,8 +48,9 @@ MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 _RECORD_ATTEMPTS = 8
 # Deliveries of grouped messages running at once, across messages. Each mostly waits (for its
-# due time, storage, its target, its follow-up's message), so there are many.
-GROUP_THREADS = 256
+# due time, storage, its target, its follow-up's message); 256 ran no faster here and held more
+# memory under overload (bench/results/pipeline.md, README).
+GROUP_THREADS = 64
 
 
 class RecordingFailed(RuntimeError):

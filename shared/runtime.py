@@ -33,7 +33,7 @@ from shared.store import Store
 
 EXECUTIONS_QUEUE = "executions"
 EXECUTION_THREADS = 32
-FOLLOW_UP_GATHERING = timedelta(milliseconds=150)
+FOLLOW_UP_GATHERING = timedelta(milliseconds=250)
 
 
 class StorageRequestCounter:
@@ -111,7 +111,7 @@ def due_index() -> DueIndex:
 
 @functools.cache
 def dispatcher() -> Dispatcher:
-    # Follow-ups wait up to 150 ms for others of the same second (shared.dispatch).
+    # Follow-ups wait up to 250 ms for others of the same second (shared.dispatch).
     return Dispatcher(
         execution_queue(), due_index(), settings().horizon, coalesce=FOLLOW_UP_GATHERING
     )
