@@ -27,6 +27,8 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 from proton import Condition, Delivery, Handler, Message, Terminus
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
+from devhost.azurite import free_port
+
 _CBS = "$cbs"
 _SAS_PREFIX = "SharedAccessSignature "
 
@@ -310,12 +312,6 @@ class SilentPeer:
         self._socket.close()
         for connection in self._held:
             connection.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for_port(port: int, timeout: float = 10) -> None:

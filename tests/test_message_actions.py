@@ -17,14 +17,14 @@ import httpx
 import pytest
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
-from devhost.azurite import ACCOUNT, ACCOUNT_KEY, queue_endpoint_template
+from devhost.azurite import ACCOUNT, ACCOUNT_KEY, free_port, queue_endpoint_template
 from shared.actions.service_bus import ServiceBusActions
 from shared.actions.storage_queue import StorageQueueActions
 from shared.execution import Attempt, execution_id
 from shared.jobs import ActionName
 from shared.resources import CollectionId, JobId
 from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
-from tests.amqp_broker import AmqpBroker, SilentPeer, free_port
+from tests.amqp_broker import AmqpBroker, SilentPeer
 from tests.conftest import SAS_KEY, SAS_KEY_NAME, Service
 from tests.pipeline import START, Pipeline
 from tests.test_api_jobs import job_path, new_collection

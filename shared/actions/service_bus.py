@@ -141,16 +141,16 @@ class ServiceBusActions:
         except (ValueError, TypeError) as unusable:
             return False, f"{label} - The message cannot be built: {unusable}"
         authentication = wanted.get("authentication") or {}
+        key = authentication.get("sasKey") or ""
         host, tls = self._settings.service_bus_host(wanted["namespace"])
         address = _Address(
             host,
             tls,
             authentication.get("sasKeyName") or "",
-            hashlib.sha256((authentication.get("sasKey") or "").encode()).hexdigest(),
+            hashlib.sha256(key.encode()).hexdigest(),
             topic,
             entity,
         )
-        key = authentication.get("sasKey") or ""
         with self._starting:  # the loop starts with the first Service Bus action, if one comes
             if not self._thread.is_alive():
                 self._thread.start()
