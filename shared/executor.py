@@ -12,11 +12,12 @@ failed, the job moves on, and the host moves the message to the poison queue.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
@@ -53,6 +54,11 @@ _RECORD_ATTEMPTS = 8
 GROUP_THREADS = 64
 
 
+# When many jobs fall due in the same instant, recording the outcomes of those already done
+# (the heaviest step, in CPU) waits for the others' actions to go out first, up to this long.
+SETTLING_DEFERRED_AT_MOST = 0.2
+
+
 class RecordingFailed(RuntimeError):
     """The outcome could not be written: the message fails and is delivered again."""
 
@@ -72,6 +78,7 @@ class Executor:
         self._clock, self._sleep, self._max_deliveries = clock, sleep, max_deliveries
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._starting = _UnderWay()
 
     def seconds_until_due(self, text: str) -> float:
         """How long a message that came early should wait (awaited by the function, so that
@@ -86,9 +93,9 @@ class Executor:
     def handle(self, text: str, dequeue_count: int) -> None:
         """Handle one message; raises (so the host retries it) only when it could not finish.
 
-        A message may carry several deliveries due in the same second: they run side by side,
-        and if any could not finish the message comes again (the finished ones then see that
-        they are no longer pending, and do nothing).
+        A message may carry several deliveries due in the same second: each starts at its due
+        time, they run side by side, and if any could not finish the message comes again (the
+        finished ones then see that they are no longer pending, and do nothing).
         """
         try:
             deliveries = deliveries_of(json.loads(text))
@@ -98,10 +105,14 @@ class Executor:
         if len(deliveries) == 1:
             self._handle_one(deliveries[0], dequeue_count)
             return
-        running = [
-            self._side_by_side().submit(self._handle_one, delivery, dequeue_count)
-            for delivery in deliveries
-        ]
+        running = []
+        for delivery in sorted(deliveries, key=lambda delivery: delivery.pending.due):
+            # Waited out here, in the message's thread, so that the shared threads only ever
+            # hold work that is due: a delivery queued behind sleepers would start late.
+            early = (delivery.pending.due - self._clock()).total_seconds()
+            if 0 < early <= MOST_EARLY.total_seconds():
+                self._sleep(early)
+            running.append(self._side_by_side().submit(self._handle_one, delivery, dequeue_count))
         failures = [failure for done in running if (failure := done.exception()) is not None]
         if failures:
             raise failures[0]
@@ -123,6 +134,16 @@ class Executor:
     def _handle(self, delivery: Delivery, *, redelivered: bool) -> None:
         if not self._wait_until_due(delivery):
             return
+        with self._starting.under_way():
+            started = self._start(delivery, redelivered=redelivered)
+        if started is not None:
+            self._starting.wait_until_none(SETTLING_DEFERRED_AT_MOST)
+            self._record(delivery, *started)
+
+    def _start(
+        self, delivery: Delivery, *, redelivered: bool
+    ) -> tuple[Stored[JobId], Run, Outcome] | None:
+        """Read the job, decide, and perform the action; what to record, if anything ran."""
         for _ in range(_RECORD_ATTEMPTS):
             stored, collection_state = self._store.job_to_run(delivery.job)
             now = self._clock()
@@ -135,19 +156,19 @@ class Executor:
             )
             if isinstance(decided, Skip):
                 log.info("%s: nothing to run: %s", _name(delivery), decided.reason)
-                return
+                return None
             if isinstance(decided, NotYet):
                 self._dispatcher.enqueue(delivery, now, at_least=LOOK_AGAIN_AFTER)
-                return
+                return None
             if isinstance(decided, Resend):
                 log.info("%s: finished before; sending what follows again", _name(delivery))
                 self._dispatcher.dispatch(_deliveries(delivery, decided.follow_ups), now)
-                return
+                return None
             assert stored is not None
             if isinstance(decided, Park):
                 if self._store.settle_job(stored, decided.document, []):
                     log.info("%s: not run, the job or its collection is off", _name(delivery))
-                    return
+                    return None
                 continue
             break
         else:
@@ -165,7 +186,7 @@ class Executor:
             decided.attempt,
             region=stored.document.get("region", ""),
         )
-        self._record(delivery, stored, decided, outcome)
+        return stored, decided, outcome
 
     def _wait_until_due(self, delivery: Delivery) -> bool:
         """Wait out the fraction of a second the queue cannot; False if sent back instead."""
@@ -214,6 +235,30 @@ class Executor:
             self._record(delivery, stored, Run(attempt, attempt), Outcome(False, now, now, message))
         except Exception:
             log.exception("%s: could not record giving up", _name(delivery))
+
+
+class _UnderWay:
+    """How many deliveries are between their due time and the end of their action."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def under_way(self) -> Iterator[None]:
+        with self._changed:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._count -= 1
+                if self._count == 0:
+                    self._changed.notify_all()
+
+    def wait_until_none(self, at_most: float) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self._count == 0, timeout=at_most)
 
 
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:

@@ -396,18 +396,18 @@ class Store:
     # --- execution ------------------------------------------------------------------------
 
     def job_to_run(self, job: JobId) -> tuple[Stored[JobId] | None, str | None]:
-        """The job and its collection's state (None if never recorded), in one query."""
-        entities = self._jobs.table.query_entities(
-            "PartitionKey eq @pk and ( RowKey eq @row or RowKey eq @gate )",
-            parameters={"pk": job.partition, "row": job.row, "gate": COLLECTION_GATE},
-        )
-        current, collection_state = None, None
-        for entity in entities:
-            if entity["RowKey"] == COLLECTION_GATE:
-                collection_state = entity["State"]
-            else:
-                current = self._jobs.from_entity(entity)
-        return current, collection_state
+        """The job and its collection's state (None if never recorded).
+
+        Two point reads rather than one query for both rows: a query is a scan of the partition,
+        which also holds the collection's history (up to 1,000 entries per job), so its cost
+        grows with the history, and Azure may cut it into pages; a point read's does not.
+        """
+        current = self._jobs.get(job.partition, job.row)
+        try:
+            gate = self._jobs.table.get_entity(job.partition, COLLECTION_GATE, select=["State"])
+        except ResourceNotFoundError:
+            return current, None
+        return current, gate["State"]
 
     def set_collection_state(self, collection: CollectionId, state: str) -> None:
         """Record the state the executor checks before running any job of the collection."""
