@@ -69,7 +69,8 @@ class QuotaExceeded(Exception):
 
 @dataclass(frozen=True)
 class JobSlot:
-    """A job's place in its collection as read for a write: the job (if any) and the job count."""
+    """A job's place in its collection as read for a write: the job (if any) and the job count
+    (read only for a new job, or when asked for; empty otherwise)."""
 
     current: Stored[JobId] | None
     shards: dict[str, tuple[int, str]]  # counter row -> (jobs, etag); absent rows count 0
@@ -255,26 +256,24 @@ class Store:
             parameters["state"] = state
         return list(self._jobs.query(query, **parameters))
 
-    def job_slot(self, job: JobId) -> JobSlot:
-        """The job and its collection's job count, in one query."""
-        entities = self._jobs.table.query_entities(
-            # The SDK finds @parameters by splitting on spaces: keep them clear of parentheses.
-            "PartitionKey eq @pk and ( RowKey eq @row or "
-            "( RowKey ge @first and RowKey lt @after ) )",
-            parameters={
-                "pk": job.partition,
-                "row": job.row,
-                "first": COUNTER_PREFIX,
-                "after": _AFTER_COUNTERS,
-            },
+    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
+        """The job, and its collection's job count when the job is new or `counted` is asked.
+
+        A point read and a key-range query rather than one query for both: keys joined by `or`
+        make Table Storage scan the whole partition, history included (Azure's table design
+        guide), and the count is needed only to create or delete a job.
+        """
+        current = self._jobs.get(job.partition, job.row)
+        if current is not None and not counted:
+            return JobSlot(current, {})
+        return JobSlot(current, self._counters(job.partition))
+
+    def _counters(self, partition: str) -> dict[str, tuple[int, str]]:
+        rows = self._jobs.table.query_entities(
+            "PartitionKey eq @pk and RowKey ge @first and RowKey lt @after",
+            parameters={"pk": partition, "first": COUNTER_PREFIX, "after": _AFTER_COUNTERS},
         )
-        current, shards = None, {}
-        for entity in entities:
-            if entity["RowKey"].startswith(COUNTER_PREFIX):
-                shards[entity["RowKey"]] = (int(entity["Jobs"]), entity.metadata["etag"])
-            else:
-                current = self._jobs.from_entity(entity)
-        return JobSlot(current, shards)
+        return {row["RowKey"]: (int(row["Jobs"]), row.metadata["etag"]) for row in rows}
 
     def save_job(
         self,
@@ -319,17 +318,17 @@ class Store:
 
         (Several may; the quota is never left exceeded, and a refused client can try again.)
         """
-        slot = self.job_slot(job)
-        if slot.jobs_in_collection > max_jobs:
+        jobs = JobSlot(None, self._counters(job.partition)).jobs_in_collection
+        if jobs > max_jobs:
             self.delete_job(job, Preconditions())
-            raise QuotaExceeded(slot.jobs_in_collection - 1)
+            raise QuotaExceeded(jobs - 1)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job and its history."""
         for attempt in range(_COUNTED_WRITE_ATTEMPTS):
             if attempt:
                 _back_off(attempt)
-            slot = self.job_slot(job)
+            slot = self.job_slot(job, counted=True)
             preconditions.check(slot.current)
             if slot.current is None:
                 return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -310,3 +311,40 @@ def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipelin
     assert sorted(len(m.get("deliveries", [m])) for m in messages) == [1, 8]
     grouped = next(m for m in messages if "deliveries" in m)
     assert sorted(d["job"]["job"] for d in grouped["deliveries"]) == [f"job-{n}" for n in range(8)]
+
+
+def _settled_and_answered(pipeline: Pipeline, target: Target, slow_s: float) -> tuple[float, float]:
+    """Two jobs due together, one of whose targets answers `slow_s` late: (when the quick one's
+    outcome was recorded, when the slow target answered), as monotonic times."""
+    times: dict[str, float] = {}
+    recording = pipeline.store.settle_job
+
+    def settle_job(stored: Any, document: Any, history: Any) -> bool:
+        if stored.id.name == "quick" and history:
+            times.setdefault("quick recorded", time.monotonic())
+        return recording(stored, document, history)
+
+    def slowly(_: Any) -> tuple[int, bytes, dict[str, str]]:
+        time.sleep(slow_s)
+        times["slow answered"] = time.monotonic()
+        return 200, b"ok", {}
+
+    pipeline.store.settle_job = settle_job  # type: ignore[method-assign]
+    target.answer("/quick", 200)
+    target.respond("/slow", slowly)
+    pipeline.put_job("quick", job_at(target, "/quick"))
+    pipeline.put_job("slow", job_at(target, "/slow"))
+    assert pipeline.advance(MINUTE + timedelta(seconds=5)) == 1  # one message, side by side
+    return times["quick recorded"], times["slow answered"]
+
+
+def test_outcomes_are_recorded_after_the_actions_due_with_them_have_gone_out(pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shared.executor.SETTLING_DEFERRED_AT_MOST", 30.0)
+    recorded, answered = _settled_and_answered(pipeline, target, slow_s=0.3)
+    assert recorded >= answered  # the quick job's outcome waited for the slow job's action
+
+
+def test_an_outcome_waits_for_other_actions_only_so_long(pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shared.executor.SETTLING_DEFERRED_AT_MOST", 0.05)
+    recorded, answered = _settled_and_answered(pipeline, target, slow_s=1.5)
+    assert recorded < answered
