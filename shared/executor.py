@@ -1,6 +1,6 @@
 """The executor: what the queue-triggered function does with one execution message.
 
-Per message: read the job with its collection's state (one query), decide (`execution.plan`),
+Per message: read the job and its collection's state (two point reads), decide (`execution.plan`),
 perform the action, then record the outcome, the job's new status and what follows in one
 etag-checked batch (`execution.settle`), and only then send what follows. Sending last means a
 crash can lose the follow-up only while the message itself is still on the queue: its
@@ -48,9 +48,9 @@ log = logging.getLogger("scheduler.executor")
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 _RECORD_ATTEMPTS = 8
-# Deliveries of grouped messages running at once, across messages. Each mostly waits (for its
-# due time, storage, its target, its follow-up's message); 256 ran no faster here and held more
-# memory under overload (bench/results/pipeline.md, README).
+# Deliveries of grouped messages running at once, across messages. Each mostly waits (for
+# storage, its target, its follow-up's message); 128 and 256 ran no faster here, and 256 held
+# more memory (bench/results/pipeline.md, README).
 GROUP_THREADS = 64
 
 
