@@ -109,9 +109,7 @@ class Executor:
         for delivery in sorted(deliveries, key=lambda delivery: delivery.pending.due):
             # Waited out here, in the message's thread, so that the shared threads only ever
             # hold work that is due: a delivery queued behind sleepers would start late.
-            early = (delivery.pending.due - self._clock()).total_seconds()
-            if 0 < early <= MOST_EARLY.total_seconds():
-                self._sleep(early)
+            self._wait_out(delivery)
             running.append(self._side_by_side().submit(self._handle_one, delivery, dequeue_count))
         failures = [failure for done in running if (failure := done.exception()) is not None]
         if failures:
@@ -190,10 +188,15 @@ class Executor:
 
     def _wait_until_due(self, delivery: Delivery) -> bool:
         """Wait out the fraction of a second the queue cannot; False if sent back instead."""
-        now = self._clock()
-        early = delivery.pending.due - now
+        if self._wait_out(delivery):
+            return True
+        self._dispatcher.enqueue(delivery, self._clock())
+        return False
+
+    def _wait_out(self, delivery: Delivery) -> bool:
+        """Sleep until the delivery is due, unless that is more than MOST_EARLY away (False)."""
+        early = delivery.pending.due - self._clock()
         if early > MOST_EARLY:
-            self._dispatcher.enqueue(delivery, now)
             return False
         if early > timedelta(0):
             self._sleep(early.total_seconds())
