@@ -1,6 +1,7 @@
 """The executor: what the queue-triggered function does with one execution message.
 
-Per message: read the job and its collection's state (two point reads), decide (`execution.plan`),
+Per message: read the job and its collection's state (point reads, not a query: a query scans
+the partition, history included), decide (`execution.plan`),
 perform the action, then record the outcome, the job's new status and what follows in one
 etag-checked batch (`execution.settle`), and only then send what follows. Sending last means a
 crash can lose the follow-up only while the message itself is still on the queue: its
@@ -18,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
@@ -38,7 +39,7 @@ from shared.execution import (
     settle,
     still_pending,
 )
-from shared.resources import JobId
+from shared.resources import CollectionId, JobId
 from shared.store import Store, Stored
 from shared.wire import iso
 
@@ -57,6 +58,9 @@ GROUP_THREADS = 64
 # When many jobs fall due in the same instant, recording the outcomes of those already done
 # (the heaviest step, in CPU) waits for the others' actions to go out first, up to this long.
 SETTLING_DEFERRED_AT_MOST = 0.2
+# Jobs of one collection due at the same instant share one read of the collection's state, made
+# at or after that instant, while the read is younger than this.
+GATE_SHARED_FOR = timedelta(seconds=1)
 
 
 class RecordingFailed(RuntimeError):
@@ -79,6 +83,7 @@ class Executor:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
+        self._gates = _SharedGateReads(store.collection_state, clock)
 
     def seconds_until_due(self, text: str) -> float:
         """How long a message that came early should wait (awaited by the function, so that
@@ -143,11 +148,12 @@ class Executor:
     ) -> tuple[Stored[JobId], Run, Outcome] | None:
         """Read the job, decide, and perform the action; what to record, if anything ran."""
         for _ in range(_RECORD_ATTEMPTS):
-            stored, collection_state = self._store.job_to_run(delivery.job)
+            stored = self._store.job(delivery.job)
+            gate = self._gates.state(delivery.job.collection, delivery.pending.due)
             now = self._clock()
             decided = plan(
                 stored.document if stored else None,
-                collection_state,
+                gate,
                 delivery,
                 now=now,
                 redelivered=redelivered,
@@ -213,7 +219,7 @@ class Executor:
                 )
                 log.info("%s: %s", _name(delivery), outcome.message[:200])
                 return
-            fresh, _ = self._store.job_to_run(delivery.job)
+            fresh = self._store.job(delivery.job)
             if fresh is None:
                 return  # deleted while the action ran: nothing left to record it in
             if not still_pending(fresh.document, delivery):
@@ -226,7 +232,7 @@ class Executor:
     def _give_up(self, delivery: Delivery, failure: Exception, deliveries: int) -> None:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""
         try:
-            stored, _ = self._store.job_to_run(delivery.job)
+            stored = self._store.job(delivery.job)
             if stored is None or not still_pending(stored.document, delivery):
                 return
             attempt = delivery.pending.attempt
@@ -262,6 +268,43 @@ class _UnderWay:
     def wait_until_none(self, at_most: float) -> None:
         with self._changed:
             self._changed.wait_for(lambda: self._count == 0, timeout=at_most)
+
+
+class _SharedGateReads:
+    """Collection states, each read once for the jobs of its collection due at one instant.
+
+    Many jobs of a collection often fall due together (every hour on the hour, say). A read made
+    at or after their due time answers for all of them, so a change saved before that time is
+    always seen; a delivery that comes later than GATE_SHARED_FOR after the read reads again.
+    """
+
+    def __init__(
+        self, read: Callable[[CollectionId], str | None], clock: Callable[[], datetime]
+    ) -> None:
+        self._read, self._clock = read, clock
+        self._lock = threading.Lock()
+        self._reads: dict[tuple[str, datetime], tuple[datetime, Future[str | None]]] = {}
+
+    def state(self, collection: CollectionId, due: datetime) -> str | None:
+        now = self._clock()
+        if now < due:
+            return self._read(collection)  # a read before the due time is for nobody else
+        key = (collection.jobs_partition, due)
+        with self._lock:
+            for stale in [k for k, (at, _) in self._reads.items() if now - at > GATE_SHARED_FOR]:
+                del self._reads[stale]
+            mine = key not in self._reads
+            if mine:
+                self._reads[key] = (now, Future())
+            reading = self._reads[key][1]
+        if mine:
+            try:
+                reading.set_result(self._read(collection))
+            except BaseException as failure:
+                with self._lock:
+                    self._reads.pop(key, None)  # the next delivery tries for itself
+                reading.set_exception(failure)
+        return reading.result()
 
 
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:

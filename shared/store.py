@@ -394,19 +394,16 @@ class Store:
 
     # --- execution ------------------------------------------------------------------------
 
-    def job_to_run(self, job: JobId) -> tuple[Stored[JobId] | None, str | None]:
-        """The job and its collection's state (None if never recorded).
-
-        Two point reads rather than one query for both rows: a query is a scan of the partition,
-        which also holds the collection's history (up to 1,000 entries per job), so its cost
-        grows with the history, and Azure may cut it into pages; a point read's does not.
-        """
-        current = self._jobs.get(job.partition, job.row)
+    def collection_state(self, collection: CollectionId) -> str | None:
+        """The state the executor checks before running any job of the collection (None if
+        never recorded): a point read of the gate row beside the collection's jobs."""
         try:
-            gate = self._jobs.table.get_entity(job.partition, COLLECTION_GATE, select=["State"])
+            gate = self._jobs.table.get_entity(
+                collection.jobs_partition, COLLECTION_GATE, select=["State"]
+            )
         except ResourceNotFoundError:
-            return current, None
-        return current, gate["State"]
+            return None
+        return gate["State"]
 
     def set_collection_state(self, collection: CollectionId, state: str) -> None:
         """Record the state the executor checks before running any job of the collection."""

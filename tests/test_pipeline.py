@@ -16,6 +16,7 @@ import pytest
 from shared.collection_jobs import set_job_states
 from shared.dispatch import Dispatcher
 from shared.execution import Attempt, Delivery, Pending
+from shared.executor import _SharedGateReads
 from shared.jobs import JobState
 from shared.resources import JobId
 from shared.store import Preconditions, Store
@@ -292,6 +293,47 @@ def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, targe
         assert len(target.received(f"/together-{n}")) == 1
     assert len(target.received("/apart")) == 1
     assert [pipeline.history(job)[0]["status"] for job in jobs] == ["Completed"] * 6
+
+
+def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: str, target: Target) -> None:
+    reads: list[Any] = []
+
+    class CountingStore(Store):
+        def collection_state(self, collection: Any) -> str | None:
+            reads.append(pipeline.clock())
+            return super().collection_state(collection)
+
+    pipeline = Pipeline(storage, store=CountingStore.from_connection_string(storage))
+    target.answer("/shared", 200)
+    for n in range(5):
+        pipeline.put_job(f"shared-{n}", job_at(target, "/shared"))
+    pipeline.put_job("later", job_at(target, "/shared", start=START + timedelta(seconds=10)))
+    pipeline.advance(MINUTE + timedelta(seconds=15))
+    assert len(target.received("/shared")) == 6
+    assert reads == [START, START + timedelta(seconds=10)]  # at the due times, once for each
+
+
+def test_a_collection_disabled_between_two_due_times_stops_the_later_jobs(pipeline: Pipeline, target: Target) -> None:
+    target.answer("/gated", 200)
+    first = pipeline.put_job("first", job_at(target, "/gated"))
+    second = pipeline.put_job("second", job_at(target, "/gated", start=START + timedelta(seconds=1)))
+    pipeline.advance(MINUTE)
+    assert len(target.received("/gated")) == 1
+    pipeline.store.set_collection_state(pipeline.collection, "Disabled")
+    pipeline.advance(timedelta(seconds=5))
+    assert len(target.received("/gated")) == 1  # the read for the first is not reused
+    assert pipeline.history(first)[0]["status"] == "Completed"
+    assert pipeline.history(second) == []
+
+
+def test_a_shared_read_of_a_collection_state_serves_only_deliveries_soon_after_it(pipeline: Pipeline) -> None:
+    reads: list[Any] = []
+    gates = _SharedGateReads(lambda collection: reads.append(pipeline.clock()) or "Enabled", pipeline.clock)
+    pipeline.clock.at = START
+    for late_by in (0, 0.5, 1.0, 2.5):  # deliveries due at START, handled this late
+        pipeline.clock.at = START + timedelta(seconds=late_by)
+        assert gates.state(pipeline.collection, START) == "Enabled"
+    assert reads == [START, START + timedelta(seconds=2.5)]
 
 
 def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipeline: Pipeline) -> None:
