@@ -370,8 +370,8 @@ def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
     before = host.storage_requests
     tick(index, dispatcher, now, timedelta(seconds=60))
     requests = host.storage_requests - before
-    # Azurite saves its whole table database every 5 s after any write, stalling every request
-    # while it does (600 ms with these 100,000 rows): they must not outlive this phase.
+    # While Azurite holds these 100,000 rows it stalls every request for about 600 ms at regular
+    # intervals (seen every 10 s in the lone phase): they must not outlive this phase.
     tables.delete_table(name)
     queue.delete_queue()
     return extra, sum(read), requests

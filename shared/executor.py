@@ -1,11 +1,12 @@
 """The executor: what the queue-triggered function does with one execution message.
 
-Per message: read the job and its collection's state (point reads, not a query: a query scans
-the partition, history included), decide (`execution.plan`),
-perform the action, then record the outcome, the job's new status and what follows in one
-etag-checked batch (`execution.settle`), and only then send what follows. Sending last means a
-crash can lose the follow-up only while the message itself is still on the queue: its
-redelivery finds the attempt finished and sends the follow-up again (`Resend`).
+Per delivery: read the job and its collection's state (point reads, not a query: a query scans
+the partition, history included; the state read is shared with the collection's other jobs due
+at the same instant), decide (`execution.plan`), perform the action, then record the outcome,
+the job's new status and what follows in one etag-checked batch (`execution.settle`), and only
+then send what follows. Sending last means a crash can lose the follow-up only while the message
+itself is still on the queue: its redelivery finds the attempt finished and sends the follow-up
+again (`Resend`).
 
 A message that keeps failing is given up on at its last delivery: its attempt is recorded as
 failed, the job moves on, and the host moves the message to the poison queue.
