@@ -72,6 +72,12 @@ class Occurrences:
             )
         if self.start_time is None:
             return self._no_later_than_end(self.created_at)
+        if self.start_time >= self.created_at:
+            # The grid counts whole seconds. A startTime with a fraction (a client's "now plus
+            # five minutes") runs at startTime when its second is on the grid, not a period later.
+            second = self.start_time.replace(microsecond=0)
+            if self._grid.search(second, inclusive=True) == second:
+                return self._no_later_than_end(self.start_time)
         return self._grid.search(max(self.start_time, self.created_at), inclusive=True)
 
     def next_after(self, instant: datetime) -> datetime | None:
@@ -115,7 +121,7 @@ class Occurrences:
             return None
         # The grid alone: an immediate first run may fall just before a grid point by chance.
         unbounded = self.recurrence.model_copy(update={"count": None, "end_time": None})
-        anchor = self.start_time or self.created_at
+        anchor = (self.start_time or self.created_at).replace(microsecond=0)
         found = Occurrences(anchor, unbounded, anchor).upcoming(sample)
         gaps = [later - earlier for earlier, later in itertools.pairwise(found)]
         return min(gaps, default=None)

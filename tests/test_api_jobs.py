@@ -108,6 +108,13 @@ def test_create_then_get_with_defaults_and_status(api: httpx.Client, collection:
     assert fetched.headers["ETag"] == created.headers["ETag"]
 
 
+def test_a_start_time_with_a_fraction_of_a_second_is_the_first_run(api: httpx.Client, collection: str) -> None:
+    start = (datetime.now(UTC) + timedelta(minutes=5)).replace(microsecond=250_000)  # a script's "now + 5 min"
+    body = http_job(startTime=start.isoformat(), recurrence={"frequency": "Day"})
+    properties = put_job(api, collection, body).json()["properties"]
+    assert datetime.fromisoformat(properties["status"]["nextExecutionTime"]) == start
+
+
 def test_enum_values_and_names_in_any_case(api: httpx.Client, collection: str) -> None:
     body = {"Properties": {"ACTION": {"type": "http", "REQUEST": {"URI": "http://example.org/", "method": "get"}},
                            "recurrence": {"frequency": "week", "schedule": {"weekdays": ["monday"]}},

@@ -6,6 +6,8 @@ otherwise, the job starts on Monday 2026-06-01 at 09:00 UTC and is defined at th
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -91,6 +93,38 @@ def test_worked_example_first_run_does_not_depend_on_how_far_back_start_is(start
 def test_past_grid_points_are_discarded_not_run() -> None:
     series = occurrences({"frequency": "minute"}, start="2026-06-01T00:00", created="2026-06-01T09:30:30")
     assert iso(series.upcoming(2)) == ["2026-06-01T09:31", "2026-06-01T09:32"]
+
+
+# A client's "now plus five minutes" carries a fraction of a second; the grid counts whole ones.
+FRACTION = timedelta(microseconds=250_000)
+
+
+@pytest.mark.parametrize(("recurrence", "then"), [
+    ({"frequency": "day"}, "2026-06-03T08:00"),
+    ({"frequency": "day", "schedule": {"hours": [8, 20]}}, "2026-06-02T20:00"),
+], ids=["no_schedule", "schedule_point_in_that_second"])  # fmt: skip
+def test_a_future_start_time_with_a_fraction_runs_at_start_time_then_on_the_grid(
+    recurrence: dict[str, Any], then: str
+) -> None:
+    series = occurrences(recurrence, start="2026-06-02T08:00", created="2026-06-01T10:17")
+    start = utc("2026-06-02T08:00") + FRACTION
+    series = replace(series, start_time=start)
+    assert series.first == start
+    assert series.next_after(start) == utc(then)
+
+
+def test_a_fraction_never_moves_the_first_run_before_start_time() -> None:
+    schedule = {"frequency": "day", "schedule": {"hours": [9]}}
+    series = occurrences(schedule, start="2026-06-02T08:00", created="2026-06-01T10:17")
+    series = replace(series, start_time=utc("2026-06-02T08:00") + FRACTION)
+    assert series.first == utc("2026-06-02T09:00")
+
+
+def test_a_fraction_in_start_time_leaves_the_shortest_gap_whole() -> None:
+    series = occurrences({"frequency": "minute"}, start="2026-06-02T08:00", created="2026-06-01T10:17")
+    series = replace(series, start_time=utc("2026-06-02T08:00") + FRACTION)
+    assert series.first == utc("2026-06-02T08:00") + FRACTION
+    assert series.shortest_gap() == timedelta(minutes=1)  # a Standard collection allows it
 
 
 def test_occurrences_never_drift_from_the_grid() -> None:
