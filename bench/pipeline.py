@@ -24,7 +24,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -34,12 +33,13 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from azure.storage.queue import QueueClient
 
+from bench.http_target import QuietHandler
 from bench.schedule import machine
 from devhost import azurite
 
@@ -56,14 +56,7 @@ def _serve_target(port_out: Any, log_path: str) -> None:
     log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body are two writes: without this, Nagle holds the body back 40 ms.
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             arrived = time.time()
             length = int(self.headers.get("Content-Length") or 0)
@@ -76,9 +69,6 @@ def _serve_target(port_out: Any, log_path: str) -> None:
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
