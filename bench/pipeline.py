@@ -15,7 +15,8 @@ Phases (issue 4's targets), in this order:
            minutes
   beyond   more jobs, in smaller steps, until p99 reaches 1 s: the highest sustained rate
 Jobs live in Standard collections of 50, as a quota of 50 requires.
-Run with `python -m bench.pipeline` (about 40 minutes); results go to bench/results/pipeline.md.
+Run with `python -m bench.pipeline` (30 minutes, more if many steps pass beyond the load);
+results go to bench/results/pipeline.md.
 """
 
 from __future__ import annotations
