@@ -5,16 +5,18 @@ import json
 
 import azure.functions as func
 
-from shared import openapi, retention, runtime, timer
-from shared.arm import serve
-from shared.routes import ROUTES, Route
+from shared import services
+from shared.api import openapi
+from shared.api.arm import serve
+from shared.api.routes import ROUTES, Route
+from shared.execution import clean_up, timer
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
 
 def _register(route: Route) -> None:
     def handle(req: func.HttpRequest) -> func.HttpResponse:
-        return serve(req, route.operation)
+        return serve(req, route.operation, services.current())
 
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 
@@ -26,29 +28,29 @@ for _route in ROUTES:
 @app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_TICK_SCHEDULE%", run_on_startup=False)
 def due_attempts_timer(tick: func.TimerRequest) -> None:
     """Hands attempts due within the look-ahead from the due index to the execution queue."""
-    lookahead = runtime.settings().lookahead
-    timer.tick(runtime.due_index(), runtime.dispatcher(), runtime.now(), lookahead)
+    running = services.current()
+    timer.tick(running.due_index, running.dispatcher, running.now(), running.settings.lookahead)
 
 
 @app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_CLEANUP_SCHEDULE%", run_on_startup=False)
 def retention_timer(tick: func.TimerRequest) -> None:
-    """Removes history and finished jobs past what SPEC.md keeps."""
-    retention.clean_up(runtime.store(), runtime.now())
+    """Removes history past what is kept, and jobs that ended long enough ago."""
+    running = services.current()
+    clean_up.clean_up(running.store, running.now())
 
 
 @app.queue_trigger(
-    arg_name="message", queue_name=runtime.EXECUTIONS_QUEUE, connection="AzureWebJobsStorage"
+    arg_name="message", queue_name=services.EXECUTIONS_QUEUE, connection="AzureWebJobsStorage"
 )
 async def executor(message: func.QueueMessage) -> None:
     """Runs one attempt of one job, then records it and schedules what follows."""
     text, deliveries = message.get_body().decode(), message.dequeue_count or 1
     # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
     # awaited, so that it holds no worker thread; the work itself is blocking I/O.
-    await asyncio.sleep(runtime.executor().seconds_until_due(text))
+    running = services.current()
+    await asyncio.sleep(running.worker.seconds_until_due(text))
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(
-        runtime.blocking_threads(), runtime.executor().handle, text, deliveries
-    )
+    await loop.run_in_executor(running.blocking_threads, running.worker.handle, text, deliveries)
 
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

@@ -1,12 +1,12 @@
 """Executions per second of each action type, side by side, through the app's own executor.
 
 For each type, the same number of one-off jobs, all due at one moment, is saved as the API saves
-them; the timer's tick puts their attempts on the execution queue, and a pool of threads (as many
-as the executor's trigger runs at once) takes them off, runs `Executor.handle` and deletes them,
-as the Functions host does. An execution is the whole of it: reading the job, the action against
-its real peer, the history and status written back. Peers, all on this machine: a threaded HTTP
-server answering 200, Azurite's queues (with a SAS token), and the test AMQP broker
-(tests/amqp_broker.py) through the unmodified azure-servicebus SDK.
+them; the timer's tick puts their attempts on the execution queue, and a pool of threads (as
+many as the executor's trigger runs at once) takes them off, runs `ExecutionWorker.handle` and
+deletes them, as the Functions host does. An execution is the whole of it: reading the job, the
+action against its real peer, the history and status written back. Peers, all on this machine:
+a threaded HTTP server answering 200, Azurite's queues (with a SAS token), and the test AMQP
+broker (tests/amqp_broker.py) through the unmodified azure-servicebus SDK.
 
 The Service Bus rows also say how many sender links were opened during the run: one per entity
 means that no execution paid the sender's opening cost but the first.
@@ -34,14 +34,14 @@ from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue
 from bench.http_target import QuietHandler
 from bench.schedule import machine
 from devhost import azurite
-from shared.store import Store
-from shared.timer import tick
+from shared.execution.timer import tick
+from shared.storage.store import Store
 from tests.amqp_broker import AmqpBroker
 from tests.pipeline import START, Pipeline
 
 RESULTS = Path(__file__).parent / "results" / "actions.md"
 KEY_NAME, KEY = "bench", "YmVuY2gtYnJva2VyLWtleS1ub3QtYS1zZWNyZXQ="
-WORKERS = 32  # the executor's threads (shared/runtime.py)
+WORKERS = 32  # the executor's threads (shared/services.py)
 GIVE_UP_AFTER_S = 300.0
 
 
@@ -124,7 +124,7 @@ def run(
             list(pool.map(execute, batch))
     elapsed = time.perf_counter() - started
     cpu_here, cpu_storage = cpu_seconds() - cpu_here, cpu_seconds(storage_pid) - cpu_storage
-    pipeline.service_bus.close()
+    pipeline.services.close()
     last = [pipeline.history(job)[-1:] for job in jobs]
     failed = [entries for entries in last if not entries or entries[0]["status"] != "Completed"]
     after = sorted(moment - started for moment in recorded)

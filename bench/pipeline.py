@@ -109,14 +109,15 @@ class Host:
         sys.path.insert(0, str(ROOT))
         import function_app  # noqa: PLC0415 (reads its settings when imported)
         from devhost.triggers import triggers_of  # noqa: PLC0415
-        from shared import runtime  # noqa: PLC0415
+        from shared import services  # noqa: PLC0415
 
-        self.runtime = runtime
+        self.services = services.current()
+        self.request_counter = services.STORAGE_REQUESTS
         self.target_url = target_url
         queues = json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]
         functions = function_app.app.get_functions()
         self.runners = triggers_of(
-            functions, queues, storage, raw_request_hook=runtime.STORAGE_REQUESTS
+            functions, queues, storage, raw_request_hook=services.STORAGE_REQUESTS
         )
         for runner in self.runners:
             threading.Thread(target=runner.run, daemon=True).start()
@@ -125,9 +126,9 @@ class Host:
 
     def new_collection(self) -> Any:
         """A Standard collection, as most users have: up to 50 jobs, each at most once a minute."""
-        from shared.collections import CollectionBody, new_collection  # noqa: PLC0415
-        from shared.resources import CollectionId  # noqa: PLC0415
-        from shared.store import Preconditions  # noqa: PLC0415
+        from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
+        from shared.domain.ids import CollectionId  # noqa: PLC0415
+        from shared.storage.store import Preconditions  # noqa: PLC0415
 
         collection = CollectionId("bench", "pipeline", f"jc-{uuid.uuid4().hex[:6]}")
         body = CollectionBody.model_validate(
@@ -136,19 +137,15 @@ class Host:
                 "properties": {"sku": {"name": "Standard"}},
             }
         )
-        self.runtime.store().save_collection(collection, new_collection(body), Preconditions())
+        self.services.store.save_collection(collection, new_collection(body), Preconditions())
         return collection
 
     def put_jobs(self, bodies: list[dict[str, Any]]) -> None:
-        """Save jobs as the API's PUT does (its definition rules are the same code)."""
-        from shared.collections import SkuName  # noqa: PLC0415
-        from shared.execution import Delivery, defined_document  # noqa: PLC0415
-        from shared.job_documents import stored_definition  # noqa: PLC0415
-        from shared.jobs import JobBody  # noqa: PLC0415
-        from shared.resources import JobId  # noqa: PLC0415
-        from shared.store import Preconditions  # noqa: PLC0415
+        """Save jobs as the API's PUT does (the same code, without the HTTP round trip)."""
+        from shared.domain.ids import JobId  # noqa: PLC0415
+        from shared.domain.job_definition import JobBody  # noqa: PLC0415
 
-        store, dispatcher, now = self.runtime.store(), self.runtime.dispatcher(), self.runtime.now
+        scheduling, now = self.services.scheduling, self.services.now
 
         homes = []
         for _ in bodies:  # fill collections 50 jobs at a time, as a quota of 50 requires
@@ -160,14 +157,7 @@ class Host:
         def put(body: dict[str, Any], home: Any) -> None:
             job = JobId(home, f"job-{uuid.uuid4().hex[:12]}")
             properties = JobBody.model_validate({"properties": body}).properties
-            defined_at = now()
-            document, pending = defined_document(
-                stored_definition(properties, sku=SkuName.STANDARD), defined_at
-            )
-            dispatcher.dispatch(
-                [Delivery(job, document["definedAt"], entry) for entry in pending], defined_at
-            )
-            store.save_job(job, document, Preconditions(), store.job_slot(job), max_jobs=50)
+            scheduling.save_definition(job, properties, now())
 
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(put, bodies, homes))
@@ -187,7 +177,7 @@ class Host:
 
     @property
     def storage_requests(self) -> int:
-        return self.runtime.STORAGE_REQUESTS.count
+        return self.request_counter.count
 
 
 def rss_mib() -> float:
@@ -330,14 +320,14 @@ def tick_rows(host: Host, due: int, extra: int) -> list[tuple[int, int, int]]:
 def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
     from azure.data.tables import TableServiceClient  # noqa: PLC0415
 
-    from shared.dispatch import Dispatcher  # noqa: PLC0415
-    from shared.due_index import DueIndex  # noqa: PLC0415
-    from shared.execution import Attempt, Delivery, Pending  # noqa: PLC0415
-    from shared.resources import JobId  # noqa: PLC0415
-    from shared.timer import tick  # noqa: PLC0415
+    from shared.domain.attempts import Attempt, Delivery, Pending  # noqa: PLC0415
+    from shared.domain.ids import JobId  # noqa: PLC0415
+    from shared.execution.dispatch import Dispatcher  # noqa: PLC0415
+    from shared.execution.timer import tick  # noqa: PLC0415
+    from shared.storage.due_index import DueIndex  # noqa: PLC0415
 
     storage = os.environ["AzureWebJobsStorage"]
-    counted = host.runtime.STORAGE_REQUESTS
+    counted = host.request_counter
     tables = TableServiceClient.from_connection_string(storage, raw_request_hook=counted)
     name = f"tick{uuid.uuid4().hex[:8]}"
     tables.create_table(name)
@@ -378,7 +368,7 @@ def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
 
 def _bulk_rows(table: Any, count: int, now: datetime) -> None:
     """`count` rows due between 1 and 30 days from now, written in batches of 100 per partition."""
-    from shared.due_index import _partition, bucket_of  # noqa: PLC0415
+    from shared.storage.due_index import _partition, bucket_of  # noqa: PLC0415
 
     def batch(start: int) -> None:
         due = now + timedelta(days=1) + timedelta(minutes=5 * (start // 100))

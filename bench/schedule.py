@@ -23,8 +23,8 @@ from typing import Any
 from dateutil import rrule as rr
 from dateutil.relativedelta import relativedelta
 
-from shared.occurrences import _RRULE_FREQUENCY, Occurrences
-from shared.recurrence import Recurrence
+from shared.domain.schedule.occurrences import _RRULE_FREQUENCY, Occurrences
+from shared.domain.schedule.recurrence import Recurrence
 from tests.test_occurrences_spec import SCHEDULE_EXAMPLES
 
 NOW = datetime(2026, 6, 1, 9, 0, 7, tzinfo=UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.occurrences import Occurrences
-from shared.recurrence import Recurrence
+from shared.domain.schedule.occurrences import Occurrences
+from shared.domain.schedule.recurrence import Recurrence
 
 
 def utc(text: str) -> datetime:

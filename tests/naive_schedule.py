@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
-from shared.recurrence import Frequency, Recurrence
+from shared.domain.schedule.recurrence import Frequency, Recurrence
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)

@@ -1,9 +1,10 @@
 """The execution pipeline in the test's own process, on real Azurite, on a clock the test moves.
 
-The timer, dispatcher, executor and store are the app's own; only the clock is the test's and the
-queue and due-index table are the test's own (so that the local host's executor, on the same
-Azurite, never sees them). With a horizon of zero every future attempt goes through the due
-index, so a test walks the whole path: index, tick, queue, executor, history.
+The services are the app's own, built by the same composition root (`shared.services.build`);
+only the clock is the test's, and the queue and due-index table are the test's own (so that the
+local host's executor, on the same Azurite, never sees them). With a horizon of zero every
+future attempt goes through the due index, so a test walks the whole path: index, tick, queue,
+executor, history.
 """
 
 from __future__ import annotations
@@ -15,32 +16,23 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
-from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
 from devhost.azurite import queue_endpoint_template
-from shared.actions import Actions
-from shared.actions.http import HttpActions
-from shared.actions.oauth import TokenCache
-from shared.actions.service_bus import ServiceBusActions
-from shared.actions.storage_queue import StorageQueueActions
-from shared.collections import SkuName
-from shared.dispatch import Dispatcher
-from shared.due_index import BUCKET, DueIndex, bucket_of
-from shared.execution import Delivery, defined_document
-from shared.executor import Executor
-from shared.job_documents import stored_definition
-from shared.jobs import JobBody
-from shared.outbound import OutboundPolicy, tls_context
-from shared.resources import CollectionId, JobId
-from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
-from shared.store import Preconditions, Store, Stored
-from shared.timer import tick
+from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobBody
+from shared.execution.timer import tick
+from shared.services import build
+from shared.settings import Settings
+from shared.storage.due_index import BUCKET, bucket_of
+from shared.storage.store import Preconditions, Store, Stored
 
 START = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
 LOCAL = "localhost,127.0.0.0/8"
 MAX_DELIVERIES = 5  # host.json maxDequeueCount
+# A premium collection: up to 1,000 jobs (a benchmark fills one), each at most once a minute.
+COLLECTION = {"location": "westeurope", "properties": {"sku": {"name": "P20Premium"}}}
 
 
 class Clock:
@@ -57,50 +49,38 @@ class Pipeline:
                  service_bus: str = "", action_timeout: float = 5) -> None:  # fmt: skip
         self.clock = Clock(START - timedelta(minutes=1))  # a minute before the first job time
         suffix = uuid.uuid4().hex[:10]
+        settings = Settings(
+            storage_connection=storage, lookahead=timedelta(0), outbound_allowlist=allowlist,
+            outbound_ca_file=ca_file, authority_host=authority,
+            queue_endpoint_template=queue_endpoint_template(storage),
+            servicebus_endpoint=service_bus or None,
+        )  # fmt: skip
+        self.services = build(
+            settings, clock=self.clock, sleep=lambda seconds: None, queue_name=f"exec{suffix}",
+            due_table=f"due{suffix}", follow_up_gathering=timedelta(0),
+            action_timeout=action_timeout, max_deliveries=MAX_DELIVERIES, store=store,
+        )  # fmt: skip
+        self.store, self.index = self.services.store, self.services.due_index
+        self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
         self.queue = QueueClient.from_connection_string(
             storage, f"exec{suffix}", message_encode_policy=TextBase64EncodePolicy()
         )
-        self.queue.create_queue()
         # Read as the Functions host reads: raw text, decoded by hand (an encode policy on the
         # reading client would encode a message again when it is made visible again).
         self._incoming = QueueClient.from_connection_string(storage, f"exec{suffix}")
-        tables = TableServiceClient.from_connection_string(storage)
-        tables.create_table(f"due{suffix}")
-        self.index = DueIndex(tables.get_table_client(f"due{suffix}"))
-        self.store = store or Store.from_connection_string(storage)
-        self.store.create_tables()
-        self.dispatcher = Dispatcher(self.queue, self.index, horizon=timedelta(0))
-        tls = tls_context(ca_file)
-        tokens = TokenCache(authority, httpx.Client(verify=tls), self.clock)
-        endpoints = Settings.from_environment({
-            QUEUE_ENDPOINT_TEMPLATE: queue_endpoint_template(storage),
-            SERVICEBUS_ENDPOINT: service_bus,
-        })  # fmt: skip
-        self.service_bus = ServiceBusActions(endpoints, timeout=action_timeout)
-        actions = Actions(
-            self.clock,
-            http=HttpActions(OutboundPolicy.from_setting(allowlist), ca_file, tokens),
-            storage_queue=StorageQueueActions(endpoints, timeout=action_timeout),
-            service_bus=self.service_bus,
-        )
-        self.executor = Executor(self.store, self.dispatcher, actions,
-                                 clock=self.clock, sleep=lambda seconds: None)  # fmt: skip
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
+        self.services.scheduling.save_collection(
+            self.collection, new_collection(CollectionBody.model_validate(COLLECTION)),
+            self.clock(), preconditions=Preconditions(), previous=None,
+        )  # fmt: skip
         self.poisoned: list[str] = []
 
-    # --- jobs, as the API would save them ---
+    # --- jobs, as the API saves them ---
 
-    def put_job(self, name: str, properties: dict[str, Any], sku: SkuName = SkuName.STANDARD) -> JobId:
+    def put_job(self, name: str, properties: dict[str, Any]) -> JobId:
         job = JobId(self.collection, name)
         body = JobBody.model_validate({"properties": properties})
-        current = self.store.job(job)
-        document, pending = defined_document(
-            stored_definition(body.properties, sku=sku), self.clock(),
-            current.document if current else None,
-        )  # fmt: skip
-        document["region"] = "westeurope"
-        self.dispatcher.dispatch([Delivery(job, document["definedAt"], p) for p in pending], self.clock())
-        self.store.save_job(job, document, Preconditions(), self.store.job_slot(job))
+        self.services.scheduling.save_definition(job, body.properties, self.clock())
         return job
 
     def job(self, job: JobId) -> Stored[JobId]:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from shared.execution import Attempt
-from shared.resources import CollectionId, JobId
-from shared.store import Store
+from shared.domain.attempts import Attempt
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.store import Store
 from tests.conftest import Service
 from tests.test_api_jobs import (
     SUBSCRIPTION,

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
-from shared.resources import CollectionId, JobId
-from shared.store import Preconditions, Store
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.store import Preconditions, Store
 from tests.conftest import Service
 
 SUBSCRIPTION = "5b7c0000-1111-2222-3333-444444444444"

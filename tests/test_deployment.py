@@ -15,7 +15,7 @@ import pytest
 import tree_sitter_bicep
 from tree_sitter import Language, Node, Parser
 
-from shared.routes import ROUTES
+from shared.api.routes import ROUTES
 from shared.settings import EVERY_SETTING, STORAGE, STORAGE_QUEUE_URI, STORAGE_TABLE_URI, Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from shared.collections import SkuName
-from shared.execution import (
+from shared.domain.attempts import (
     Attempt,
     Delivery,
     NotYet,
@@ -27,10 +26,11 @@ from shared.execution import (
     resumed,
     settle,
 )
-from shared.job_documents import stored_definition
-from shared.jobs import ActionName, JobBody
-from shared.resources import CollectionId, JobId
-from shared.wire import iso
+from shared.domain.collection import SkuName
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import ActionName, JobBody
+from shared.domain.job_document import stored_definition
+from shared.domain.wire import iso
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)

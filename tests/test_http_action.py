@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
 
 from shared.actions.http import MOST_BODY_BYTES, HttpActions
 from shared.actions.oauth import TokenCache
-from shared.execution import Attempt, execution_id
-from shared.outbound import OutboundPolicy
-from shared.resources import CollectionId, JobId
+from shared.actions.outbound import OutboundPolicy
+from shared.domain.attempts import Attempt, execution_id
+from shared.domain.ids import CollectionId, JobId
 from tests.targets import Target, token_endpoint
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")

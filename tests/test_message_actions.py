@@ -20,9 +20,9 @@ from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue
 from devhost.azurite import ACCOUNT, ACCOUNT_KEY, free_port, queue_endpoint_template
 from shared.actions.service_bus import ServiceBusActions
 from shared.actions.storage_queue import StorageQueueActions
-from shared.execution import Attempt, execution_id
-from shared.jobs import ActionName
-from shared.resources import CollectionId, JobId
+from shared.domain.attempts import Attempt, execution_id
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import ActionName
 from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
 from tests.amqp_broker import AmqpBroker, SilentPeer
 from tests.conftest import SAS_KEY, SAS_KEY_NAME, Service

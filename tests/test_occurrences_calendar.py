@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.timezones import UnknownTimeZone, instant_at, wall_time, zone_named
+from shared.domain.schedule.timezones import UnknownTimeZone, instant_at, wall_time, zone_named
 from tests.factories import iso, occurrences, utc
 
 # Europe/Berlin: clocks jump 02:00 -> 03:00 on 2026-03-29 (01:00 UTC) and fall back 03:00 -> 02:00

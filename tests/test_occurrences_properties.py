@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.occurrences import Occurrences
-from shared.recurrence import DayOfWeek, Frequency, Recurrence
+from shared.domain.schedule.occurrences import Occurrences
+from shared.domain.schedule.recurrence import DayOfWeek, Frequency, Recurrence
 from tests.naive_schedule import NaiveJob
 
 ZONES = [None, "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"]

@@ -13,8 +13,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from shared import openapi
-from shared.routes import ROUTES
+from shared.api import openapi
+from shared.api.routes import ROUTES
 from tests.conftest import Service
 
 schema = schemathesis.openapi.from_dict(openapi.document())

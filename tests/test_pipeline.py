@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 
-from shared.collection_jobs import set_job_states
-from shared.dispatch import Dispatcher
-from shared.execution import Attempt, Delivery, Pending
-from shared.executor import _SharedGateReads
-from shared.jobs import JobState
-from shared.resources import JobId
-from shared.store import Preconditions, Store
-from shared.wire import iso, parse_iso
+from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain.ids import JobId
+from shared.domain.job_definition import JobState
+from shared.domain.wire import iso, parse_iso
+from shared.execution.dispatch import Dispatcher
+from shared.execution.worker import _SharedGateReads
+from shared.storage.store import Preconditions, Store
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -159,13 +158,11 @@ def test_disabling_and_enabling_resumes_without_a_catch_up_burst(pipeline: Pipel
     job = pipeline.put_job("paused", job_at(target, "/paused", recurrence={"frequency": "Minute", "interval": 1}))
     pipeline.advance(timedelta(minutes=1, seconds=30))
     assert len(target.received("/paused")) == 1
-    set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock(), store=pipeline.store,
-                   dispatcher=pipeline.dispatcher)  # fmt: skip
+    pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
     assert "nextExecutionTime" not in pipeline.job(job).document["status"]
     pipeline.advance(timedelta(minutes=10))
     assert len(target.received("/paused")) == 1
-    set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock(), store=pipeline.store,
-                   dispatcher=pipeline.dispatcher)  # fmt: skip
+    pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock())
     enabled_at = pipeline.clock()
     pipeline.advance(timedelta(seconds=59))
     calls = target.received("/paused")
@@ -380,12 +377,12 @@ def _settled_and_answered(pipeline: Pipeline, target: Target, slow_s: float) -> 
 
 
 def test_outcomes_are_recorded_after_the_actions_due_with_them_have_gone_out(pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("shared.executor.SETTLING_DEFERRED_AT_MOST", 30.0)
+    monkeypatch.setattr("shared.execution.worker.SETTLING_DEFERRED_AT_MOST", 30.0)
     recorded, answered = _settled_and_answered(pipeline, target, slow_s=0.3)
     assert recorded >= answered  # the quick job's outcome waited for the slow job's action
 
 
 def test_an_outcome_waits_for_other_actions_only_so_long(pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("shared.executor.SETTLING_DEFERRED_AT_MOST", 0.05)
+    monkeypatch.setattr("shared.execution.worker.SETTLING_DEFERRED_AT_MOST", 0.05)
     recorded, answered = _settled_and_answered(pipeline, target, slow_s=1.5)
     assert recorded < answered

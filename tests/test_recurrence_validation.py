@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from shared.errors import InvalidRequest
-from shared.recurrence import Frequency, read_recurrence
+from shared.api.errors import arm_error
+from shared.domain.problems import InvalidRequest
+from shared.domain.schedule.recurrence import Frequency, read_recurrence
 from tests.factories import utc
 
 NOW = utc("2026-06-01T09:00")
@@ -84,7 +85,7 @@ def test_invalid_recurrence_is_refused_naming_field_and_rule(recurrence: Any, me
     with pytest.raises(InvalidRequest) as refused:
         read_recurrence(recurrence, now=NOW)
     assert message in refused.value.message
-    assert refused.value.status == 400
+    assert arm_error(refused.value).status == 400  # the API answers it as a 400
 
 
 @pytest.mark.parametrize(

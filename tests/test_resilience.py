@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from devhost import azurite
-from shared.wire import iso, parse_iso
+from shared.domain.wire import iso, parse_iso
 from tests.conftest import API_VERSION, launch_host
 from tests.targets import Target
 

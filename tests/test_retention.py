@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from shared.collections import CollectionBody, new_collection
-from shared.execution import Attempt
-from shared.retention import KEPT_FOR, MOST_HISTORY, clean_up, expired, history_to_remove
-from shared.store import Preconditions
+from shared.domain import history
+from shared.domain.attempts import Attempt
+from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
+from shared.domain.job_document import expired
+from shared.execution.clean_up import clean_up
+from shared.storage.store import Preconditions
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -24,7 +27,7 @@ def test_history_beyond_the_last_1000_entries_or_60_days_goes() -> None:
     assert history_to_remove(ids, NOW) == ids[MOST_HISTORY:]
     daily = [Attempt(NOW - timedelta(days=n)).history_id for n in range(100)]
     assert history_to_remove(daily, NOW) == daily[61:]
-    assert Attempt.expected_of_history_id(daily[7]) == NOW - timedelta(days=7)
+    assert history.expected_of(daily[7]) == NOW - timedelta(days=7)
 
 
 def test_finished_jobs_expire_60_days_after_they_ended() -> None:

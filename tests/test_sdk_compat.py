@@ -15,9 +15,9 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.pipeline.policies import HeadersPolicy
 from azure.mgmt.scheduler import SchedulerManagementClient, models
 
-from shared.execution import Attempt
-from shared.resources import CollectionId, JobId
-from shared.store import Store
+from shared.domain.attempts import Attempt
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.store import Store
 from tests.conftest import Service
 
 SUBSCRIPTION = "sdk-subscription"

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.wire import parse_iso
+from shared.domain.wire import parse_iso
 from tests.targets import Target
 from tests.test_api_jobs import job_path, new_collection
 

@@ -31,8 +31,8 @@ from shared.settings import (
     Settings,
     StorageIdentity,
 )  # fmt: skip
-from shared.storage_clients import queue_client, storage_credential, table_service
-from shared.store import Store
+from shared.storage.clients import queue_client, storage_credential, table_service
+from shared.storage.store import Store
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 STORAGE_SCOPE = "https://storage.azure.com/.default"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from shared.resources import CollectionId, JobId
-from shared.store import Preconditions, QuotaExceeded, Store
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.store import Preconditions, QuotaExceeded, Store
 
 WRITERS = 8
 DOCUMENT = {"definition": {"state": "Enabled"}, "status": {}, "definedAt": "2026-11-22T00:00:00Z"}

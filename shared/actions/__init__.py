@@ -1,55 +1,64 @@
-"""Performing a job's actions: each type in its own module, chosen here by `action.type`."""
+"""Performing a job's actions: one `ActionPerformer` per kind of action, looked up by its type.
+
+Each performer lives in its own module (`http`, `storage_queue`, `service_bus`); `Actions` picks
+the one the action's `type` names and turns whatever happens into an `Outcome`.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from shared.actions.http import HttpActions
-from shared.actions.service_bus import ServiceBusActions
-from shared.actions.storage_queue import StorageQueueActions
-from shared.execution import Attempt, Outcome
-from shared.jobs import ActionName, ActionType
-from shared.resources import JobId
+from shared.domain.attempts import Attempt, Outcome
+from shared.domain.ids import JobId
+from shared.domain.job_definition import ActionName, ActionType
 
 log = logging.getLogger("scheduler.actions")
-_HTTP_TYPES = (ActionType.HTTP.value, ActionType.HTTPS.value)
+
+
+class ActionPerformer(Protocol):
+    def perform(
+        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
+    ) -> tuple[bool, str]:
+        """Perform one action as stored; (succeeded, the message history keeps). `region` is
+        the job collection's location, which a StorageQueue message names."""
+        ...
+
+    def close(self) -> None:
+        """Close the connections it keeps open."""
+        ...
 
 
 class Actions:
     def __init__(
-        self,
-        clock: Callable[[], datetime],
-        *,
-        http: HttpActions,
-        storage_queue: StorageQueueActions,
-        service_bus: ServiceBusActions,
+        self, clock: Callable[[], datetime], performers: Mapping[ActionType, ActionPerformer]
     ) -> None:
-        self._clock = clock
-        self._http, self._storage_queue, self._service_bus = http, storage_queue, service_bus
+        self._clock, self._performers = clock, performers
 
     def perform(
         self, definition: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
     ) -> Outcome:
-        """Run the attempt's action (the main one or the errorAction) and say how it went.
-
-        `region` is the job collection's location, which a StorageQueue message names.
-        """
+        """Run the attempt's action (the main one or the errorAction) and say how it went."""
         action = definition["action"]
         if attempt.action is ActionName.ERROR_ACTION:
             action = action["errorAction"]
         started = self._clock()
+        performer = self._performers.get(action["type"])
+        if performer is None:
+            message = f"The action could not be performed: no performer for type {action['type']}"
+            return Outcome(False, started, self._clock(), message)
         try:
-            if action["type"] in _HTTP_TYPES:
-                succeeded, message = self._http.perform(action, job, attempt)
-            elif action["type"] == ActionType.STORAGE_QUEUE.value:
-                succeeded, message = self._storage_queue.perform(action, job, attempt, region)
-            else:
-                succeeded, message = self._service_bus.perform(action, job, attempt)
+            succeeded, message = performer.perform(action, job, attempt, region)
         except Exception as error:  # a fault of ours is a failed attempt, never a lost record
             log.exception("action of %s failed unexpectedly", job.arm_id)
             succeeded = False
             message = f"The action could not be performed: internal error ({type(error).__name__})"
         return Outcome(succeeded, started, self._clock(), message)
+
+    def close(self) -> None:
+        for performer in {
+            id(performer): performer for performer in self._performers.values()
+        }.values():
+            performer.close()

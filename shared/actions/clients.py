@@ -32,10 +32,22 @@ class ClientPool(Generic[Client]):
         client = open_client()
         with self._lock:
             self._clients[key] = client
-            if len(self._clients) > self._most:
-                _, oldest = self._clients.popitem(last=False)
-                oldest.close()
+            evicted = self._clients.popitem(last=False)[1] if len(self) > self._most else None
+        if evicted is not None:
+            evicted.close()
         return client
+
+    def pop(self, key: Hashable) -> Client | None:
+        """Take the client kept for `key` out of the pool (the caller closes it)."""
+        with self._lock:
+            return self._clients.pop(key, None)
+
+    def take_all(self) -> list[Client]:
+        """Empty the pool; its clients are the caller's to close."""
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        return clients
 
     def __len__(self) -> int:
         return len(self._clients)

@@ -25,11 +25,11 @@ from cryptography.hazmat.primitives.serialization import (
 
 from shared.actions.clients import ClientPool
 from shared.actions.oauth import TokenCache, TokenUnavailable
-from shared.execution import Attempt, execution_id
-from shared.jobs import HttpAuthenticationType
-from shared.outbound import OutboundPolicy, guarded_client, tls_context
-from shared.resources import JobId
-from shared.wire import iso
+from shared.actions.outbound import OutboundPolicy, guarded_client, tls_context
+from shared.domain.attempts import Attempt, execution_id
+from shared.domain.ids import JobId
+from shared.domain.job_definition import HttpAuthenticationType
+from shared.domain.wire import iso
 
 IDENTITY_PREFIX = "x-ms-scheduler-"
 MOST_BODY_BYTES = 2048  # SPEC: history keeps up to 2,048 bytes of the response body
@@ -46,7 +46,9 @@ class HttpActions:
         self._client = guarded_client(policy, tls_context(extra_ca_file))
         self._certificate_clients: ClientPool[httpx.Client] = ClientPool(_MOST_CERTIFICATE_CLIENTS)
 
-    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt) -> tuple[bool, str]:
+    def perform(
+        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
+    ) -> tuple[bool, str]:
         """Send the request; (succeeded, the message history keeps)."""
         request = action["request"]
         uri = request["uri"]
@@ -89,6 +91,11 @@ class HttpActions:
         except httpx.HTTPError as failure:
             return False, f"Http Action - Request to host '{host}' failed: {failure}"
         return succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
+
+    def close(self) -> None:
+        self._client.close()
+        for client in self._certificate_clients.take_all():
+            client.close()
 
     def _certificate_client(self, authentication: dict[str, Any]) -> httpx.Client:
         key = hashlib.sha256(

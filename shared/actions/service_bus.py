@@ -12,7 +12,6 @@ protocol, and everything goes over AMQP.
 from __future__ import annotations
 
 import asyncio
-import collections
 import hashlib
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,12 +29,13 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
 )
 
+from shared.actions.clients import ClientPool
 from shared.actions.http import IDENTITY_PREFIX, identity_headers
-from shared.execution import Attempt, execution_id
-from shared.jobs import ActionName, ActionType, read_duration
-from shared.resources import JobId
+from shared.domain.attempts import Attempt, execution_id
+from shared.domain.ids import JobId
+from shared.domain.job_definition import ActionName, ActionType, read_duration
+from shared.domain.wire import parse_iso
 from shared.settings import Settings
-from shared.wire import parse_iso
 
 SEND_TIMEOUT_S = 60  # the same bound as an HTTP action's, opening the sender included
 _CLOSE_TIMEOUT_S = 5
@@ -112,7 +112,14 @@ class _Address:
 class _Sender:
     client: ServiceBusClient
     sender: ServiceBusSender
+    closing: set[asyncio.Future[None]]  # closes under way, held: the loop keeps weak references
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def close(self) -> None:
+        """Close it on the senders' loop (the pool calls this there, evicting it)."""
+        closing = asyncio.ensure_future(_close(self))
+        self.closing.add(closing)
+        closing.add_done_callback(self.closing.discard)
 
 
 class ServiceBusActions:
@@ -120,7 +127,8 @@ class ServiceBusActions:
 
     def __init__(self, settings: Settings, timeout: float = SEND_TIMEOUT_S) -> None:
         self._settings, self._timeout = settings, timeout
-        self._senders: collections.OrderedDict[_Address, _Sender] = collections.OrderedDict()
+        # Touched on the senders' loop only.
+        self._senders: ClientPool[_Sender] = ClientPool(_MOST_SENDERS)
         self._closing: set[asyncio.Future[None]] = set()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -128,7 +136,9 @@ class ServiceBusActions:
         )
         self._starting = threading.Lock()
 
-    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt) -> tuple[bool, str]:
+    def perform(
+        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
+    ) -> tuple[bool, str]:
         """Send the message; (succeeded, the message history keeps)."""
         topic = action["type"] == ActionType.SERVICE_BUS_TOPIC.value
         wanted = action["serviceBusTopicMessage" if topic else "serviceBusQueueMessage"]
@@ -176,8 +186,8 @@ class ServiceBusActions:
             return
 
         async def close_all() -> None:
-            for address in list(self._senders):
-                await self._discard(address)
+            for held in self._senders.take_all():
+                await _close(held)
 
         asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -198,10 +208,9 @@ class ServiceBusActions:
             raise
 
     def _sender_for(self, address: _Address, key: str) -> _Sender:
-        held = self._senders.get(address)
-        if held is not None:
-            self._senders.move_to_end(address)
-            return held
+        return self._senders.get(address, lambda: self._open(address, key))
+
+    def _open(self, address: _Address, key: str) -> _Sender:
         client = ServiceBusClient(
             address.host,
             AzureNamedKeyCredential(address.key_name, key),
@@ -216,16 +225,10 @@ class ServiceBusActions:
             if address.topic
             else client.get_queue_sender(address.entity)
         )
-        held = self._senders[address] = _Sender(client, sender)
-        while len(self._senders) > _MOST_SENDERS:
-            _, oldest = self._senders.popitem(last=False)
-            closing = asyncio.ensure_future(_close(oldest))
-            self._closing.add(closing)  # held until done: the loop keeps only weak references
-            closing.add_done_callback(self._closing.discard)
-        return held
+        return _Sender(client, sender, self._closing)
 
     async def _discard(self, address: _Address) -> None:
-        held = self._senders.pop(address, None)
+        held = self._senders.pop(address)
         if held is not None:
             await _close(held)
 

@@ -25,10 +25,10 @@ from azure.core.exceptions import (
 from azure.storage.queue import LinearRetry, QueueClient, TextBase64EncodePolicy
 
 from shared.actions.clients import ClientPool
-from shared.execution import Attempt, execution_id
-from shared.resources import JobId
+from shared.domain.attempts import Attempt, execution_id
+from shared.domain.ids import JobId
+from shared.domain.wire import iso
 from shared.settings import Settings
-from shared.wire import iso
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 20
@@ -67,7 +67,7 @@ class StorageQueueActions:
         self._clients: ClientPool[QueueClient] = ClientPool(_MOST_CLIENTS)
 
     def perform(
-        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str
+        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
     ) -> tuple[bool, str]:
         """Put the message on the queue; (succeeded, the message history keeps)."""
         wanted = action["queueMessage"]
@@ -87,6 +87,10 @@ class StorageQueueActions:
         except (AzureError, ValueError) as failed:
             return False, _said(f"The message could not be put on {where}", failed, sas)
         return True, f"StorageQueue Action - The message was put on {where}"
+
+    def close(self) -> None:
+        for client in self._clients.take_all():
+            client.close()
 
     def _client(self, account: str, queue: str, sas: str) -> QueueClient:
         return self._clients.get(

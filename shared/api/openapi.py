@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from shared.arm import SUPPORTED_API_VERSIONS
-from shared.collections import CollectionBody
-from shared.jobs import JobBody
-from shared.routes import ROUTES, Route
+from shared.api.arm import SUPPORTED_API_VERSIONS
+from shared.api.routes import ROUTES, Route
+from shared.domain.collection import CollectionBody
+from shared.domain.job_definition import JobBody
 
 _REF = "#/components/schemas/{model}"
 _ERRORS = {
@@ -100,17 +100,15 @@ def _operation(route: Route) -> dict[str, Any]:
         code: {"description": text, "content": _json_body("Error")}
         for code, text in _ERRORS.items()
     }
-    body, success = _shape(route)
-    if route.name in {"list_jobs", "list_job_history"}:
-        parameters += [
-            _query("$top", {"type": "integer", "minimum": 1, "maximum": 100}),
-            _query("$skip", {"type": "integer", "minimum": 0}),
-            _query("$filter", {"type": "string"}),
-        ]
-    if route.name in {"next_occurrences", "preview_occurrences"}:
-        parameters.append(_query("count", {"type": "integer", "minimum": 1, "maximum": 100}))
+    queries = {
+        "$top": {"type": "integer", "minimum": 1, "maximum": 100},
+        "$skip": {"type": "integer", "minimum": 0},
+        "$filter": {"type": "string"},
+        "count": {"type": "integer", "minimum": 1, "maximum": 100},
+    }
+    parameters += [_query(name, queries[name]) for name in route.query]
     responses["401"] = {"description": "No function key, or a wrong one; the body is empty."}
-    for status, model in success.items():
+    for status, model in route.answers.items():
         content = {"content": _json_body(model)} if model else {}
         responses[status] = {"description": "Success", **content}
     operation: dict[str, Any] = {
@@ -118,8 +116,8 @@ def _operation(route: Route) -> dict[str, Any]:
         "parameters": parameters,
         "responses": responses,
     }
-    if body:
-        operation["requestBody"] = {"required": True, "content": _json_body(body)}
+    if route.body:
+        operation["requestBody"] = {"required": True, "content": _json_body(route.body)}
     return operation
 
 
@@ -133,28 +131,3 @@ def _json_body(model: str) -> dict[str, Any]:
 
 def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "in": "query", "schema": schema}
-
-
-def _shape(route: Route) -> tuple[str | None, dict[str, str | None]]:
-    """The request body's schema, and the schema of each success status."""
-    collection = "CollectionBody"
-    shapes: dict[str, tuple[str | None, dict[str, str | None]]] = {
-        "list_job_collections_in_subscription": (None, {"200": "CollectionList"}),
-        "list_job_collections": (None, {"200": "CollectionList"}),
-        "get_job_collection": (None, {"200": "CollectionBody"}),
-        "put_job_collection": (collection, {"200": collection, "201": collection}),
-        "patch_job_collection": ("CollectionBody", {"200": "CollectionBody"}),
-        "delete_job_collection": (None, {"200": None, "204": None}),
-        "enable_job_collection": (None, {"200": None}),
-        "disable_job_collection": (None, {"200": None}),
-        "preview_occurrences": ("JobBody", {"200": "Occurrences"}),
-        "list_jobs": (None, {"200": "JobList"}),
-        "get_job": (None, {"200": "JobBody"}),
-        "put_job": ("JobBody", {"200": "JobBody", "201": "JobBody"}),
-        "patch_job": ("JobBody", {"200": "JobBody"}),
-        "delete_job": (None, {"200": None, "204": None}),
-        "run_job": (None, {"200": None}),
-        "list_job_history": (None, {"200": "HistoryList"}),
-        "next_occurrences": (None, {"200": "Occurrences"}),
-    }
-    return shapes[route.name]

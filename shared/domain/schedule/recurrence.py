@@ -14,9 +14,9 @@ from dateutil.relativedelta import relativedelta
 from pydantic import Field, Strict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from shared.errors import FieldError, InvalidRequest, field_errors, field_path
-from shared.timezones import UnknownTimeZone, zone_named
-from shared.wire import Instant, WireEnum, WireModel
+from shared.domain.problems import FieldError, InvalidRequest, field_errors, field_path
+from shared.domain.schedule.timezones import UnknownTimeZone, zone_named
+from shared.domain.wire import Instant, WireEnum, WireModel
 
 
 class Frequency(WireEnum):

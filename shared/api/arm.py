@@ -1,7 +1,8 @@
 """The ARM conventions every operation shares: api-version, the error envelope, request ids, ETags.
 
-An operation takes an `ApiRequest` and returns an `ApiResponse`, or raises a `SchedulerError`;
-`serve` turns either into the HTTP response a Microsoft.Scheduler client expects.
+An operation takes an `ApiRequest` and the process's services and returns an `ApiResponse`, or
+raises; `serve` turns either into the HTTP response a Microsoft.Scheduler client expects, each
+error through `errors.arm_error`.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from typing import Any, TypeVar
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import (
+from shared.api.errors import (
+    ArmError,
     InvalidApiVersion,
-    InvalidRequest,
     MissingApiVersion,
-    SchedulerError,
     UnsupportedMediaType,
-    field_errors,
+    arm_error,
 )
-from shared.store import Preconditions
+from shared.domain.problems import InvalidRequest, field_errors
+from shared.services import Services
+from shared.storage.store import Preconditions
 
 SUPPORTED_API_VERSIONS = ("2016-03-01",)
 Body = TypeVar("Body", bound=BaseModel)
@@ -75,26 +77,22 @@ class ApiResponse:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Operation = Callable[[ApiRequest], ApiResponse]
+Operation = Callable[[ApiRequest, Services], ApiResponse]
 
 
-def serve(request: func.HttpRequest, operation: Operation) -> func.HttpResponse:
+def serve(request: func.HttpRequest, operation: Operation, services: Services) -> func.HttpResponse:
     """Run one operation for one HTTP request, with every ARM convention applied."""
     request_id = str(uuid.uuid4())
     try:
         api_request = _api_request(request)
         _check_api_version(api_request.query)
-        response = operation(api_request)
-    except SchedulerError as error:
-        response = ApiResponse(
-            error.status, {"error": {"code": error.code, "message": error.message}}
-        )
-    except Exception:
-        log.exception("request %s failed: %s %s", request_id, request.method, request.url)
-        response = ApiResponse(
-            500,
-            {"error": {"code": "InternalServerError", "message": f"Request {request_id} failed."}},
-        )
+        response = operation(api_request, services)
+    except Exception as failure:
+        error = arm_error(failure)
+        if error is None:
+            log.exception("request %s failed: %s %s", request_id, request.method, request.url)
+            error = ArmError(f"Request {request_id} failed.")
+        response = ApiResponse(error.status, error.envelope)
     headers = {"x-ms-request-id": request_id, **response.headers}
     if response.body is None:
         return func.HttpResponse(status_code=response.status, headers=headers)

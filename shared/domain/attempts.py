@@ -20,14 +20,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.job_documents import fresh_status, occurrences_of
-from shared.jobs import ActionName, HistoryStatus, JobState, RetryType, read_duration
-from shared.resources import CollectionId, JobId
-from shared.wire import EPOCH, iso, parse_iso, ticks
-
-# History keeps a job's last 1,000 entries: more Postponed ones than that would be trimmed anyway.
-MOST_POSTPONED_RECORDED = 1000
-_LATEST_TICKS = 10**19  # history ids count down from here, so that the newest sorts first
+from shared.domain import history
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import (
+    ActionName,
+    HistoryStatus,
+    JobState,
+    RetryType,
+    read_duration,
+)
+from shared.domain.job_document import fresh_status, occurrences_of
+from shared.domain.wire import iso, parse_iso
 
 
 @dataclass(frozen=True)
@@ -43,18 +46,11 @@ class Attempt:
     def starts_occurrence(self) -> bool:
         return self.action is ActionName.MAIN_ACTION and self.retry == 0
 
-    @staticmethod
-    def expected_of_history_id(entry_id: str) -> datetime:
-        """The expected time an entry id encodes (its first 20 digits count down in ticks)."""
-        remaining = _LATEST_TICKS - int(entry_id[:20])
-        return EPOCH + timedelta(microseconds=remaining // 10)
-
     @property
     def history_id(self) -> str:
         """The id of this attempt's history entry: newest occurrence first, then latest try."""
         step = self.retry + (50 if self.action is ActionName.ERROR_ACTION else 0)
-        kind = "r" if self.run_now else "s"
-        return f"{_LATEST_TICKS - ticks(self.expected):020d}-{kind}{99 - step:02d}"
+        return history.entry_id(self.expected, step, self.run_now)
 
     def follows_from(self, earlier: Attempt) -> bool:
         """Whether this attempt can be what `earlier` led to (the same chain)."""
@@ -336,7 +332,8 @@ def _coalesced(document: dict[str, Any], attempt: Attempt, now: datetime) -> Run
     occurrences = occurrences_of(definition, parse_iso(document["definedAt"]))
     count = (definition.get("recurrence") or {}).get("count")
     left = None if count is None else max(count - document.get("occurrences", 0), 1)
-    due = collections.deque([attempt.expected], maxlen=MOST_POSTPONED_RECORDED + 1)
+    # More Postponed entries than history keeps would be trimmed anyway.
+    due = collections.deque([attempt.expected], maxlen=history.MOST_HISTORY + 1)
     passed = 1
     following = occurrences.next_after(attempt.expected)
     while following is not None and following <= now and (left is None or passed < left):

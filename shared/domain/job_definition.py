@@ -14,8 +14,8 @@ import isodate
 from pydantic import BeforeValidator, Field, StrictBool, field_validator
 from pydantic_core import PydanticCustomError
 
-from shared.recurrence import Recurrence
-from shared.wire import Instant, WireEnum, WireModel
+from shared.domain.schedule.recurrence import Recurrence
+from shared.domain.wire import Instant, WireEnum, WireModel
 
 
 def read_duration(value: Any) -> timedelta:

@@ -1,4 +1,4 @@
-"""Every error the service reports, each knowing its ARM error code and HTTP status."""
+"""What is wrong with a definition: each problem names its field (a JSON path) and the rule."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 @dataclass(frozen=True)
 class FieldError:
-    """One thing wrong with a request: the field, in JSON path form, and the rule it breaks."""
+    """One thing wrong with what was sent: the field, in JSON path form, and the rule it breaks."""
 
     field: str
     problem: str
@@ -21,22 +21,16 @@ class FieldError:
         return f"{self.field}: {self.problem}" if self.field else self.problem
 
 
-class SchedulerError(Exception):
-    """An error with a place in the ARM error envelope `{"error": {"code", "message"}}`."""
-
-    status = 500
-    code = "InternalServerError"
+class RuleBroken(Exception):
+    """A rule of the service refuses what was asked; the API layer gives each kind its status."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
-class InvalidRequest(SchedulerError):
-    """The request body breaks one or more rules; the message lists every one of them."""
-
-    status = 400
-    code = "BadRequest"
+class InvalidRequest(RuleBroken):
+    """What was sent breaks one or more rules; the message lists every one of them."""
 
     def __init__(self, errors: Sequence[FieldError]) -> None:
         super().__init__("; ".join(str(error) for error in errors))
@@ -45,6 +39,10 @@ class InvalidRequest(SchedulerError):
     @classmethod
     def because(cls, field: str, problem: str) -> InvalidRequest:
         return cls([FieldError(field, problem)])
+
+
+class Refused(RuleBroken):
+    """Well-formed, but in conflict with the state of things: a final job state, a quota."""
 
 
 def field_path(*parts: str | int) -> str:
@@ -102,56 +100,3 @@ def _shown(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-class MissingApiVersion(SchedulerError):
-    status = 400
-    code = "MissingApiVersionParameter"
-
-    def __init__(self, supported: Sequence[str]) -> None:
-        super().__init__(
-            "The api-version query parameter (?api-version=) is required for all requests; "
-            f"the supported versions are '{', '.join(supported)}'."
-        )
-
-
-class InvalidApiVersion(SchedulerError):
-    status = 400
-    code = "InvalidApiVersionParameter"
-
-    def __init__(self, given: str, supported: Sequence[str]) -> None:
-        super().__init__(
-            f"The api-version '{given[:40]}' is invalid. "
-            f"The supported versions are '{', '.join(supported)}'."
-        )
-
-
-class NotFound(SchedulerError):
-    status = 404
-    code = "ResourceNotFound"
-
-    def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"The {kind} '{name}' was not found.")
-
-
-class Conflict(SchedulerError):
-    status = 409
-    code = "Conflict"
-
-
-class PreconditionFailed(SchedulerError):
-    status = 412
-    code = "PreconditionFailed"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "The resource has changed since it was read: its ETag does not match If-Match."
-        )
-
-
-class UnsupportedMediaType(SchedulerError):
-    status = 415
-    code = "UnsupportedMediaType"
-
-    def __init__(self, content_type: str) -> None:
-        super().__init__(f"The request body must be JSON, not '{content_type[:60]}'.")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from shared.wire import iso
+from shared.domain.wire import iso
 
 
 class UnreadableCertificate(ValueError):

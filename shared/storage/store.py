@@ -1,6 +1,6 @@
 """Table Storage: where collections and jobs (and, later, history) are kept.
 
-Every Table Storage rule lives here: keys (`resources.table_key`), the mapping between stored
+Every Table Storage rule lives here: keys (keys.py), the mapping between stored
 documents and entities, etags and optimistic concurrency, and batches of one partition and at
 most 100 operations (Azurite accepts larger ones; Azure does not). A document is the resource's
 JSON kept whole in one string property, so that what a client stored is what it reads back.
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
-import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,8 +23,20 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
-from shared.errors import Conflict, PreconditionFailed
-from shared.resources import CollectionId, JobId, table_key
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.concurrency import (
+    CONTENDED_WRITE_ATTEMPTS,
+    optimistic_attempts,
+)
+from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.keys import (
+    collection_partition,
+    collection_row,
+    job_partition,
+    job_row,
+    jobs_partition,
+    table_key,
+)
 
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
@@ -43,11 +53,6 @@ _AFTER_COUNTERS = "!count."  # "." sorts right after "-"
 COLLECTION_GATE = "!collection"
 _HISTORY_MARK = "~"
 LARGEST_BATCH = 100
-_WRITE_ATTEMPTS = 3  # a write that loses a race to another writer reads again and retries
-# Creating or deleting a job also moves the collection's counter, which every concurrent
-# creator in that collection contends for; each round lets at least one through.
-_COUNTED_WRITE_ATTEMPTS = 64
-_BACKOFF_S = 0.004
 
 Id = TypeVar("Id", CollectionId, JobId)
 
@@ -59,12 +64,6 @@ class Stored(Generic[Id]):
     id: Id
     document: dict[str, Any]
     etag: str
-
-
-class QuotaExceeded(Exception):
-    def __init__(self, jobs: int) -> None:
-        super().__init__(f"the collection holds {jobs} jobs")
-        self.jobs = jobs
 
 
 @dataclass(frozen=True)
@@ -89,11 +88,11 @@ class Preconditions:
 
     def check(self, current: Stored[Any] | None) -> None:
         if self.if_none_match == "*" and current is not None:
-            raise PreconditionFailed()
+            raise EtagMismatch()
         if self.if_match is None:
             return
         if current is None or self.if_match not in ("*", current.etag):
-            raise PreconditionFailed()
+            raise EtagMismatch()
 
 
 class _Documents(Generic[Id]):
@@ -128,7 +127,7 @@ class _Documents(Generic[Id]):
         keeps the case it was created with).
         """
         entity = {"PartitionKey": partition, "RowKey": row, **columns, "Document": _json(document)}
-        for _ in range(_WRITE_ATTEMPTS):
+        for _ in optimistic_attempts():
             try:
                 current_entity = self.table.get_entity(partition, row)
             except ResourceNotFoundError:
@@ -149,7 +148,7 @@ class _Documents(Generic[Id]):
             except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
                 continue
             return self.from_entity(entity, metadata["etag"]), current is None
-        raise Conflict(f"The {self._kind} is being changed by another request; try again.")
+        raise ModifiedConcurrently(self._kind)
 
     def delete(self, partition: str, row: str, preconditions: Preconditions) -> bool:
         """Delete; returns whether there was anything to delete."""
@@ -162,9 +161,7 @@ class _Documents(Generic[Id]):
                 partition, row, etag=current.etag, match_condition=MatchConditions.IfNotModified
             )
         except ResourceModifiedError:
-            raise Conflict(
-                f"The {self._kind} changed while it was being deleted; try again."
-            ) from None
+            raise ModifiedConcurrently(self._kind) from None
         return True
 
     def from_entity(self, entity: Any, etag: str | None = None) -> Stored[Id]:
@@ -195,7 +192,14 @@ class Store:
     # --- collections ----------------------------------------------------------------------
 
     def collection(self, collection: CollectionId) -> Stored[CollectionId] | None:
-        return self._collections.get(collection.partition, collection.row)
+        return self._collections.get(collection_partition(collection), collection_row(collection))
+
+    def existing_collection(self, collection: CollectionId) -> Stored[CollectionId]:
+        """The collection, or NotFound."""
+        stored = self.collection(collection)
+        if stored is None:
+            raise NotFound("job collection", collection.name)
+        return stored
 
     def collections(
         self, subscription: str, resource_group: str | None = None
@@ -220,15 +224,17 @@ class Store:
             "Name": collection.name,
         }
         return self._collections.save(
-            partition=collection.partition, row=collection.row, columns=columns,
-            document=document, preconditions=preconditions,
+            partition=collection_partition(collection), row=collection_row(collection),
+            columns=columns, document=document, preconditions=preconditions,
             keep_from_current=("ResourceGroup", "Name"),
         )  # fmt: skip
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection, every job in it and their history."""
-        deleted = self._collections.delete(collection.partition, collection.row, preconditions)
-        partition = collection.jobs_partition
+        deleted = self._collections.delete(
+            collection_partition(collection), collection_row(collection), preconditions
+        )
+        partition = jobs_partition(collection)
         submit_batches(
             self._jobs.table,
             (
@@ -241,13 +247,20 @@ class Store:
     # --- jobs -----------------------------------------------------------------------------
 
     def job(self, job: JobId) -> Stored[JobId] | None:
-        return self._jobs.get(job.partition, job.row)
+        return self._jobs.get(job_partition(job), job_row(job))
+
+    def existing_job(self, job: JobId) -> Stored[JobId]:
+        """The job, or NotFound."""
+        stored = self.job(job)
+        if stored is None:
+            raise NotFound("job", job.arm_name)
+        return stored
 
     def jobs(self, collection: CollectionId, state: str | None = None) -> list[Stored[JobId]]:
         """The jobs of a collection in name order, optionally only those in one state."""
         query = "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
         parameters = {
-            "pk": collection.jobs_partition,
+            "pk": jobs_partition(collection),
             "counters": _AFTER_COUNTERS,
             "history": _HISTORY_MARK,
         }
@@ -263,10 +276,10 @@ class Store:
         make Table Storage scan the whole partition, history included (Azure's table design
         guide), and the count is needed only to create or delete a job.
         """
-        current = self._jobs.get(job.partition, job.row)
+        current = self._jobs.get(job_partition(job), job_row(job))
         if current is not None and not counted:
             return JobSlot(current, {})
-        return JobSlot(current, self._counters(job.partition))
+        return JobSlot(current, self._counters(job_partition(job)))
 
     def _counters(self, partition: str) -> dict[str, tuple[int, str]]:
         rows = self._jobs.table.query_entities(
@@ -288,9 +301,8 @@ class Store:
         `slot` is what the caller read with `job_slot`; if another writer got there first, the
         slot is read again and the write retried.
         """
-        for attempt in range(_COUNTED_WRITE_ATTEMPTS):
+        for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             if attempt:
-                _back_off(attempt)
                 slot = self.job_slot(job)
             preconditions.check(slot.current)
             entity = _job_entity(job, document, slot.current)
@@ -311,23 +323,21 @@ class Store:
             if max_jobs is not None:
                 self._undo_if_over(job, max_jobs)
             return created, True
-        raise Conflict("The job is being changed by another request; try again.")
+        raise ModifiedConcurrently("job")
 
     def _undo_if_over(self, job: JobId, max_jobs: int) -> None:
         """Creators racing for the last places can all get in: then each takes itself back out.
 
         (Several may; the quota is never left exceeded, and a refused client can try again.)
         """
-        jobs = JobSlot(None, self._counters(job.partition)).jobs_in_collection
+        jobs = JobSlot(None, self._counters(job_partition(job))).jobs_in_collection
         if jobs > max_jobs:
             self.delete_job(job, Preconditions())
             raise QuotaExceeded(jobs - 1)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job and its history."""
-        for attempt in range(_COUNTED_WRITE_ATTEMPTS):
-            if attempt:
-                _back_off(attempt)
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             slot = self.job_slot(job, counted=True)
             preconditions.check(slot.current)
             if slot.current is None:
@@ -343,7 +353,7 @@ class Store:
                 continue
             self._delete_history(job)
             return True
-        raise Conflict("The job changed while it was being deleted; try again.")
+        raise ModifiedConcurrently("job")
 
     # --- history --------------------------------------------------------------------------
 
@@ -357,7 +367,7 @@ class Store:
         """A job's history, newest first, as (id, entry); optionally only one status."""
         low, high = _history_range(job)
         query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
-        parameters = {"pk": job.partition, "low": low, "high": high}
+        parameters = {"pk": job_partition(job), "low": low, "high": high}
         if status is not None:
             query += " and Status eq @status"
             parameters["status"] = status
@@ -369,7 +379,7 @@ class Store:
         low, high = _history_range(job)
         keys = self._jobs.table.query_entities(
             "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high",
-            parameters={"pk": job.partition, "low": low + after, "high": high},
+            parameters={"pk": job_partition(job), "low": low + after, "high": high},
             select=["RowKey"],
         )
         return [key["RowKey"][len(low) :] for key in keys]
@@ -379,7 +389,7 @@ class Store:
         submit_batches(
             self._jobs.table,
             (
-                ("delete", {"PartitionKey": job.partition, "RowKey": low + entry})
+                ("delete", {"PartitionKey": job_partition(job), "RowKey": low + entry})
                 for entry in entry_ids
             ),
         )
@@ -399,7 +409,7 @@ class Store:
         never recorded): a point read of the gate row beside the collection's jobs."""
         try:
             gate = self._jobs.table.get_entity(
-                collection.jobs_partition, COLLECTION_GATE, select=["State"]
+                jobs_partition(collection), COLLECTION_GATE, select=["State"]
             )
         except ResourceNotFoundError:
             return None
@@ -408,7 +418,7 @@ class Store:
     def set_collection_state(self, collection: CollectionId, state: str) -> None:
         """Record the state the executor checks before running any job of the collection."""
         self._jobs.table.upsert_entity(
-            {"PartitionKey": collection.jobs_partition, "RowKey": COLLECTION_GATE, "State": state},
+            {"PartitionKey": jobs_partition(collection), "RowKey": COLLECTION_GATE, "State": state},
             mode=UpdateMode.REPLACE,
         )
 
@@ -444,8 +454,8 @@ class Store:
 def _replacement(stored: Stored[JobId]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
     entity = {
-        "PartitionKey": stored.id.partition,
-        "RowKey": stored.id.row,
+        "PartitionKey": job_partition(stored.id),
+        "RowKey": job_row(stored.id),
         "State": stored.document["definition"]["state"],
         "Document": _json(stored.document),
     }
@@ -458,8 +468,8 @@ def _job_entity(
     # A replaced job keeps the names' case from when it was created.
     names = current.id if current is not None else job
     return {
-        "PartitionKey": job.partition,
-        "RowKey": job.row,
+        "PartitionKey": job_partition(job),
+        "RowKey": job_row(job),
         "Subscription": names.collection.subscription,
         "ResourceGroup": names.collection.resource_group,
         "Collection": names.collection.name,
@@ -475,20 +485,15 @@ def _count_change(job: JobId, slot: JobSlot, change: int) -> tuple[Any, ...]:
     A job is counted in the shard its name picks; a deletion takes from that shard, or from any
     shard that still counts something (jobs made before a shard filled up elsewhere).
     """
-    own = f"{COUNTER_PREFIX}{zlib.crc32(job.row.encode()) % COUNTER_SHARDS}"
+    own = f"{COUNTER_PREFIX}{zlib.crc32(job_row(job).encode()) % COUNTER_SHARDS}"
     row = own
     if change < 0 and slot.shards.get(own, (0, ""))[0] <= 0:
         row = next((name for name, (jobs, _) in slot.shards.items() if jobs > 0), own)
     jobs, etag = slot.shards.get(row, (0, None))
-    counter = {"PartitionKey": job.partition, "RowKey": row, "Jobs": max(jobs + change, 0)}
+    counter = {"PartitionKey": job_partition(job), "RowKey": row, "Jobs": max(jobs + change, 0)}
     if etag is None:
         return ("create", counter)
     return ("update", counter, {"mode": UpdateMode.REPLACE, **_unchanged_since(etag)})
-
-
-def _back_off(attempt: int) -> None:
-    """A short random pause, so that writers who collided do not collide again in step."""
-    time.sleep(random.uniform(0, _BACKOFF_S * min(attempt, 8)))
 
 
 def _unchanged_since(etag: str) -> dict[str, Any]:
@@ -496,7 +501,7 @@ def _unchanged_since(etag: str) -> dict[str, Any]:
 
 
 def _keys_of(stored: Stored[JobId]) -> dict[str, str]:
-    return {"PartitionKey": stored.id.partition, "RowKey": stored.id.row}
+    return {"PartitionKey": job_partition(stored.id), "RowKey": job_row(stored.id)}
 
 
 def _collection_id(entity: Any) -> CollectionId:
@@ -529,13 +534,13 @@ def _keys(table: TableClient, partition: str) -> Iterator[Any]:
 
 def _history_range(job: JobId) -> tuple[str, str]:
     """The row keys that hold a job's history lie strictly between these two."""
-    return f"{_HISTORY_MARK}{job.row}:", f"{_HISTORY_MARK}{job.row};"  # ";" follows ":"
+    return f"{_HISTORY_MARK}{job_row(job)}:", f"{_HISTORY_MARK}{job_row(job)};"  # ";" follows ":"
 
 
 def _history_entity(job: JobId, entry_id: str, entry: dict[str, Any]) -> dict[str, Any]:
     low, _ = _history_range(job)
     return {
-        "PartitionKey": job.partition,
+        "PartitionKey": job_partition(job),
         "RowKey": low + entry_id,
         "Status": entry["status"],
         "Document": _json(entry),

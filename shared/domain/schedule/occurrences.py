@@ -21,8 +21,8 @@ from typing import Any
 
 from dateutil import rrule as rr
 
-from shared.recurrence import Frequency, Recurrence
-from shared.timezones import instant_at, wall_time, zone_named
+from shared.domain.schedule.recurrence import Frequency, Recurrence
+from shared.domain.schedule.timezones import instant_at, wall_time, zone_named
 
 _RRULE_FREQUENCY = {
     Frequency.MINUTE: rr.MINUTELY,

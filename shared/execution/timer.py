@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from shared.dispatch import Dispatcher
-from shared.due_index import BUCKET, DueIndex, bucket_of
+from shared.execution.dispatch import Dispatcher
+from shared.storage.due_index import BUCKET, DueIndex, bucket_of
 
 log = logging.getLogger("scheduler.timer")
 MOST_PER_TICK = 20_000  # at ~250 sends/s per thread, well inside a tick's minute

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.errors import FieldError, InvalidRequest
+from shared.domain.problems import FieldError, InvalidRequest
 
 PROVIDER = "Microsoft.Scheduler"
 COLLECTION_TYPE = f"{PROVIDER}/jobCollections"
@@ -48,20 +48,6 @@ class CollectionId:
             f"/providers/{COLLECTION_TYPE}/{self.name}"
         )
 
-    @property
-    def partition(self) -> str:
-        """Where its row lives: one partition per subscription, so that listing is one query."""
-        return table_key(self.subscription)
-
-    @property
-    def row(self) -> str:
-        return table_key(self.resource_group, self.name)
-
-    @property
-    def jobs_partition(self) -> str:
-        """Where its jobs live: one partition, so they are listed, counted and changed together."""
-        return table_key(self.subscription, self.resource_group, self.name)
-
 
 @dataclass(frozen=True)
 class JobId:
@@ -84,14 +70,6 @@ class JobId:
         """ARM names a child resource by its path below the provider: `collection/job`."""
         return f"{self.collection.name}/{self.name}"
 
-    @property
-    def partition(self) -> str:
-        return self.collection.jobs_partition
-
-    @property
-    def row(self) -> str:
-        return table_key(self.name)
-
 
 def valid_subscription(subscription: str) -> str:
     problems = _name_problems("subscriptionId", subscription, _SUBSCRIPTION)
@@ -105,15 +83,6 @@ def valid_resource_group(resource_group: str) -> str:
     if problems:
         raise InvalidRequest(problems)
     return resource_group
-
-
-def table_key(*names: str) -> str:
-    """A Table Storage key from validated names: folded to one case, joined by ':'.
-
-    Valid names never hold ':' or any character that Table keys forbid (/ \\ # ? and control
-    characters), so the key needs no escaping and sorts by its parts.
-    """
-    return ":".join(name.casefold() for name in names)
 
 
 def _name_problems(field: str, value: str, rule: re.Pattern[str]) -> list[FieldError]:

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from shared.recurrence import Frequency, Positive
-from shared.wire import WireEnum, WireModel
+from shared.domain.schedule.recurrence import Frequency, Positive
+from shared.domain.wire import WireEnum, WireModel
 
 
 class SkuName(WireEnum):

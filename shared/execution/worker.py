@@ -1,4 +1,4 @@
-"""The executor: what the queue-triggered function does with one execution message.
+"""The execution worker: what the queue-triggered executor function does with one message.
 
 Per delivery: read the job and its collection's state (point reads, not a query: a query scans
 the partition, history included; the state read is shared with the collection's other jobs due
@@ -24,8 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
-from shared.dispatch import Dispatcher
-from shared.execution import (
+from shared.domain.attempts import (
     Delivery,
     NotYet,
     Outcome,
@@ -40,9 +39,11 @@ from shared.execution import (
     settle,
     still_pending,
 )
-from shared.resources import CollectionId, JobId
-from shared.store import Store, Stored
-from shared.wire import iso
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.wire import iso
+from shared.execution.dispatch import Dispatcher
+from shared.storage.keys import jobs_partition
+from shared.storage.store import Store, Stored
 
 log = logging.getLogger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
@@ -68,7 +69,7 @@ class RecordingFailed(RuntimeError):
     """The outcome could not be written: the message fails and is delivered again."""
 
 
-class Executor:
+class ExecutionWorker:
     def __init__(
         self,
         store: Store,
@@ -85,6 +86,9 @@ class Executor:
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
         self._gates = _SharedGateReads(store.collection_state, clock)
+
+    def close(self) -> None:
+        self._actions.close()
 
     def seconds_until_due(self, text: str) -> float:
         """How long a message that came early should wait (awaited by the function, so that
@@ -290,7 +294,7 @@ class _SharedGateReads:
         now = self._clock()
         if now < due:
             return self._read(collection)  # a read before the due time is for nobody else
-        key = (collection.jobs_partition, due)
+        key = (jobs_partition(collection), due)
         with self._lock:
             for stale in [k for k, (at, _) in self._reads.items() if now - at > GATE_SHARED_FOR]:
                 del self._reads[stale]

@@ -14,10 +14,9 @@ from urllib.parse import urlsplit
 
 from dateutil.relativedelta import relativedelta
 
-from shared.certificates import UnreadableCertificate, read_pfx
-from shared.collections import MaxRecurrence, Quota, SkuName
-from shared.errors import FieldError
-from shared.jobs import (
+from shared.domain.certificates import UnreadableCertificate, read_pfx
+from shared.domain.collection import MaxRecurrence, Quota, SkuName
+from shared.domain.job_definition import (
     ActionType,
     ErrorAction,
     HttpAuthenticationType,
@@ -27,8 +26,9 @@ from shared.jobs import (
     ServiceBusMessage,
     StorageQueueMessage,
 )
-from shared.occurrences import Occurrences
-from shared.recurrence import Frequency, timing_problems
+from shared.domain.problems import FieldError
+from shared.domain.schedule.occurrences import Occurrences
+from shared.domain.schedule.recurrence import Frequency, timing_problems
 
 LARGEST_JOB = 16 * 1024  # characters of the serialized definition
 LONGEST_URL = 2048

@@ -11,12 +11,20 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.certificates import read_pfx
-from shared.collections import SkuName
-from shared.jobs import HttpAuthenticationType, JobProperties, JobState, RetryPolicy, RetryType
-from shared.occurrences import Occurrences
-from shared.recurrence import Recurrence
-from shared.wire import iso, parse_iso
+from shared.domain.certificates import read_pfx
+from shared.domain.collection import SkuName
+from shared.domain.history import KEPT_FOR
+from shared.domain.job_definition import (
+    FINAL_STATE_VALUES,
+    HttpAuthenticationType,
+    JobProperties,
+    JobState,
+    RetryPolicy,
+    RetryType,
+)
+from shared.domain.schedule.occurrences import Occurrences
+from shared.domain.schedule.recurrence import Recurrence
+from shared.domain.wire import iso, parse_iso
 
 # Where each secret lives in an action: (message, [sub-object], field).
 SECRETS = (
@@ -111,3 +119,11 @@ def _add_certificate_facts(action: dict[str, Any]) -> None:
         "certificateSubjectName": facts.subject,
         "certificateExpirationDate": facts.expires,
     }
+
+
+def expired(document: dict[str, Any], now: datetime) -> bool:
+    """Whether a job ended (Completed or Faulted) longer ago than history is kept."""
+    if document["definition"]["state"] not in FINAL_STATE_VALUES:
+        return False
+    ended = document.get("endedAt")
+    return ended is not None and parse_iso(ended) <= now - KEPT_FOR

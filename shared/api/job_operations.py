@@ -1,4 +1,4 @@
-"""Job operations (SPEC.md sections 1 and 2), each from an ApiRequest to an ApiResponse.
+"""Job operations, each from an ApiRequest to an ApiResponse.
 
 A stored job document holds `definition` (the client's definition, every default spelled out,
 secrets included), `status` (system-owned) and `definedAt` (when the definition was saved: its
@@ -12,49 +12,43 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from shared.arm import ApiRequest, ApiResponse
-from shared.collection_api import collection_id, existing_collection
-from shared.collection_jobs import set_job_states
-from shared.collections import Quota, SkuName
-from shared.errors import Conflict, InvalidRequest, NotFound, field_errors
-from shared.execution import (
-    Attempt,
-    Delivery,
-    Pending,
-    defined_document,
-    pending_of,
-    with_pending,
-)
-from shared.job_documents import occurrences_of, public_properties, stored_definition
-from shared.job_rules import definition_problems, recurrence_conflict
-from shared.jobs import FINAL_STATE_VALUES, HistoryStatus, JobBody, JobProperties, JobState
-from shared.resources import HISTORY_TYPE, JOB_TYPE, JobId
-from shared.runtime import dispatcher, now, store
-from shared.store import JobSlot, QuotaExceeded, Stored
-from shared.wire import WireEnum, iso, merge_patch, parse_iso
+from shared.api.arm import ApiRequest, ApiResponse
+from shared.api.collection_operations import collection_id
+from shared.api.errors import ResourceNotFound
+from shared.domain.collection import SkuName
+from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
+from shared.domain.job_definition import HistoryStatus, JobBody, JobState
+from shared.domain.job_document import occurrences_of, public_properties, stored_definition
+from shared.domain.job_rules import definition_problems
+from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.wire import WireEnum, iso, merge_patch, parse_iso
+from shared.services import Services
+from shared.storage.store import Stored
 
 LARGEST_PAGE = 100
-_WRITE_ATTEMPTS = 8
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
 
 
-def get_job(request: ApiRequest) -> ApiResponse:
-    return _job_response(200, _existing_job(_job_id(request)))
+def get_job(request: ApiRequest, services: Services) -> ApiResponse:
+    return _job_response(200, services.store.existing_job(_job_id(request)))
 
 
-def put_job(request: ApiRequest) -> ApiResponse:
+def put_job(request: ApiRequest, services: Services) -> ApiResponse:
     job = _job_id(request)
     body = request.parsed_body(JobBody)
-    return _save(job, body.properties, request)
+    stored, created = services.scheduling.save_definition(
+        job, body.properties, services.now(), preconditions=request.preconditions
+    )
+    return _job_response(201 if created else 200, stored)
 
 
-def patch_job(request: ApiRequest) -> ApiResponse:
+def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     job = _job_id(request)
-    slot = store().job_slot(job)
+    slot = services.store.job_slot(job)
     current = slot.current
     if current is None:
-        raise NotFound("job", job.arm_name)
+        raise ResourceNotFound("job", job.arm_name)
     request.preconditions.check(current)
     patch = request.json_body()
     if not isinstance(patch, dict):
@@ -64,24 +58,31 @@ def patch_job(request: ApiRequest) -> ApiResponse:
         merged = JobBody.model_validate(merge_patch(stored_body, patch))
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
-    return _save(current.id, merged.properties, request, slot)
+    stored, created = services.scheduling.save_definition(
+        current.id,
+        merged.properties,
+        services.now(),
+        preconditions=request.preconditions,
+        slot=slot,
+    )
+    return _job_response(201 if created else 200, stored)
 
 
-def delete_job(request: ApiRequest) -> ApiResponse:
-    deleted = store().delete_job(_job_id(request), request.preconditions)
+def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
+    deleted = services.store.delete_job(_job_id(request), request.preconditions)
     return ApiResponse(200 if deleted else 204)
 
 
-def list_jobs(request: ApiRequest) -> ApiResponse:
-    collection = existing_collection(collection_id(request))
+def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
+    collection = services.store.existing_collection(collection_id(request))
     state = _equality_filter(request.query.get("$filter"), "state", JobState)
-    found = store().jobs(collection.id, state)
+    found = services.store.jobs(collection.id, state)
     return _page(request, [_job_resource(stored) for stored in found])
 
 
-def list_history(request: ApiRequest) -> ApiResponse:
+def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first."""
-    job = _existing_job(_job_id(request)).id
+    job = services.store.existing_job(_job_id(request)).id
     status = _equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     entries = [
         {
@@ -90,52 +91,43 @@ def list_history(request: ApiRequest) -> ApiResponse:
             "name": f"{job.arm_name}/{entry_id}",
             "properties": entry,
         }
-        for entry_id, entry in store().history(job, status)
+        for entry_id, entry in services.store.history(job, status)
     ]
     return _page(request, entries)
 
 
-def run_job(request: ApiRequest) -> ApiResponse:
+def run_job(request: ApiRequest, services: Services) -> ApiResponse:
     """Run now: an immediate execution through the same path as scheduled ones."""
-    job = _job_id(request)
-    stored = _existing_job(job)
-    requested = now()
-    entry = Pending(Attempt(requested, run_now=True), requested)
-    # Sent before it is written down: the executor waits a moment for the write (NotYet).
-    dispatcher().dispatch([Delivery(stored.id, stored.document["definedAt"], entry)], requested)
-    for _ in range(_WRITE_ATTEMPTS):
-        document = with_pending(stored.document, [*pending_of(stored.document), entry])
-        if store().settle_job(stored, document, []):
-            return ApiResponse(200)
-        stored = _existing_job(job)
-    raise Conflict("The job is being changed by other requests; try again.")
+    services.scheduling.run_now(_job_id(request), services.now())
+    return ApiResponse(200)
 
 
-def enable_collection(request: ApiRequest) -> ApiResponse:
-    return _set_all_states(request, JobState.ENABLED)
+def enable_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    return _set_all_states(request, services, JobState.ENABLED)
 
 
-def disable_collection(request: ApiRequest) -> ApiResponse:
-    return _set_all_states(request, JobState.DISABLED)
+def disable_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    return _set_all_states(request, services, JobState.DISABLED)
 
 
-def next_occurrences(request: ApiRequest) -> ApiResponse:
+def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: the next `count` occurrences of a saved job."""
-    stored = _existing_job(_job_id(request))
-    document = stored.document
+    document = services.store.existing_job(_job_id(request)).document
     occurrences = occurrences_of(document["definition"], parse_iso(document["definedAt"]))
     upcoming = occurrences.upcoming(
-        _preview_count(request), after=now(), executions_done=document.get("occurrences", 0)
+        _preview_count(request),
+        after=services.now(),
+        executions_done=document.get("occurrences", 0),
     )
     return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
 
 
-def preview_occurrences(request: ApiRequest) -> ApiResponse:
+def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: check a job body without saving it, and show when it would run."""
-    collection = existing_collection(collection_id(request))
+    collection = services.store.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
     sku = SkuName(collection.document["properties"]["sku"]["name"])
-    defined_at = now()
+    defined_at = services.now()
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
@@ -147,49 +139,9 @@ def preview_occurrences(request: ApiRequest) -> ApiResponse:
 # --- the steps ------------------------------------------------------------------------------
 
 
-def _save(
-    job: JobId, properties: JobProperties, request: ApiRequest, slot: JobSlot | None = None
-) -> ApiResponse:
-    collection = existing_collection(job.collection)
-    sku = SkuName(collection.document["properties"]["sku"]["name"])
-    defined_at = now()
-    problems = definition_problems(properties, sku=sku, now=defined_at)
-    if problems:
-        raise InvalidRequest(problems)
-    slot = slot or store().job_slot(job)
-    current = slot.current
-    if current is not None and current.document["definition"]["state"] in FINAL_STATE_VALUES:
-        raise Conflict(
-            f"The job '{job.name}' is {current.document['definition']['state']}, a final state: "
-            "it can no longer be changed, only deleted."
-        )
-    definition = stored_definition(properties, sku=sku)
-    quota = Quota.model_validate(collection.document["properties"]["quota"])
-    conflict = recurrence_conflict(occurrences_of(definition, defined_at), quota)
-    if conflict:
-        raise Conflict(conflict)
-    document, pending = defined_document(
-        definition, defined_at, current.document if current else None
-    )
-    document["region"] = collection.document.get("location") or ""  # StorageQueue messages say it
-    # Sent before the write, so that no crash can leave the job waiting for a message never
-    # sent; until the write lands the executor waits (NotYet), and if it fails, skips it.
-    dispatcher().dispatch([Delivery(job, iso(defined_at), entry) for entry in pending], defined_at)
-    try:
-        stored, created = store().save_job(
-            job, document, request.preconditions, slot, max_jobs=quota.max_job_count
-        )
-    except QuotaExceeded as full:
-        raise Conflict(
-            f"The job collection already holds {full.jobs} jobs, its quota maxJobCount; "
-            "delete a job or raise the quota."
-        ) from None
-    return _job_response(201 if created else 200, stored)
-
-
-def _set_all_states(request: ApiRequest, state: JobState) -> ApiResponse:
-    collection = existing_collection(collection_id(request))
-    set_job_states(collection.id, state, now(), store=store(), dispatcher=dispatcher())
+def _set_all_states(request: ApiRequest, services: Services, state: JobState) -> ApiResponse:
+    collection = services.store.existing_collection(collection_id(request))
+    services.scheduling.set_job_states(collection.id, state, services.now())
     return ApiResponse(200)
 
 
@@ -248,13 +200,6 @@ def _preview_count(request: ApiRequest) -> int:
 
 def _job_id(request: ApiRequest) -> JobId:
     return JobId.of(collection_id(request), request.route["jobName"])
-
-
-def _existing_job(job: JobId) -> Stored[JobId]:
-    stored = store().job(job)
-    if stored is None:
-        raise NotFound("job", job.arm_name)
-    return stored
 
 
 def _job_resource(stored: Stored[JobId]) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from datetime import UTC, datetime, timedelta
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
-from shared.execution import Delivery
-from shared.store import submit_batches
-from shared.wire import EPOCH, iso, parse_iso, ticks
+from shared.domain.attempts import Delivery
+from shared.domain.wire import EPOCH, iso, parse_iso, ticks
+from shared.storage.keys import job_partition, job_row
+from shared.storage.store import submit_batches
 
 DUE_TABLE = "dueattempts"
 BUCKET = timedelta(minutes=5)
@@ -44,10 +45,11 @@ class DueIndex:
         self._table = table
 
     @classmethod
-    def in_service(cls, service: TableServiceClient) -> DueIndex:
+    def in_service(cls, service: TableServiceClient, table: str = DUE_TABLE) -> DueIndex:
+        """The index in `table` of the service, created if it is not there yet."""
         with contextlib.suppress(ResourceExistsError):
-            service.create_table(DUE_TABLE)
-        return cls(service.get_table_client(DUE_TABLE))
+            service.create_table(table)
+        return cls(service.get_table_client(table))
 
     def add(self, delivery: Delivery) -> None:
         due = delivery.pending.due
@@ -122,7 +124,7 @@ def _partition(bucket: datetime, shard: int) -> str:
 
 
 def _shard(delivery: Delivery) -> int:
-    return zlib.crc32(f"{delivery.job.partition}/{delivery.job.row}".encode()) % SHARDS
+    return zlib.crc32(f"{job_partition(delivery.job)}/{job_row(delivery.job)}".encode()) % SHARDS
 
 
 def _ticks_key(instant: datetime) -> str:
@@ -132,4 +134,5 @@ def _ticks_key(instant: datetime) -> str:
 def _row(delivery: Delivery) -> str:
     """Due time first (so a range of keys is a range of time), then what makes it unique."""
     job, attempt = delivery.job, delivery.pending.attempt
-    return f"{_ticks_key(delivery.pending.due)}-{job.partition}:{job.row}:{attempt.history_id}"
+    unique = f"{job_partition(job)}:{job_row(job)}:{attempt.history_id}"
+    return f"{_ticks_key(delivery.pending.due)}-{unique}"

@@ -1,0 +1,87 @@
+"""Job collection operations, each from an ApiRequest to an ApiResponse."""
+
+from __future__ import annotations
+
+from shared.api.arm import ApiRequest, ApiResponse
+from shared.domain.collection import CollectionBody, new_collection, patched_collection
+from shared.domain.ids import (
+    COLLECTION_TYPE,
+    CollectionId,
+    valid_resource_group,
+    valid_subscription,
+)
+from shared.domain.problems import InvalidRequest
+from shared.services import Services
+from shared.storage.store import Stored
+
+
+def get_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    return _collection_response(200, services.store.existing_collection(collection_id(request)))
+
+
+def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    collection = collection_id(request)
+    body = request.parsed_body(CollectionBody)
+    if body.location is None:
+        raise InvalidRequest.because("location", "is required")
+    previous = services.store.collection(collection)
+    request.preconditions.check(previous)
+    stored, created = services.scheduling.save_collection(
+        collection, new_collection(body), services.now(),
+        preconditions=request.preconditions, previous=previous,
+    )  # fmt: skip
+    return _collection_response(201 if created else 200, stored)
+
+
+def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    patch = request.parsed_body(CollectionBody)
+    current = services.store.existing_collection(collection_id(request))
+    request.preconditions.check(current)
+    stored, _ = services.scheduling.save_collection(
+        current.id, patched_collection(current.document, patch), services.now(),
+        preconditions=request.preconditions, previous=current,
+    )  # fmt: skip
+    return _collection_response(200, stored)
+
+
+def delete_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    deleted = services.store.delete_collection(collection_id(request), request.preconditions)
+    return ApiResponse(200 if deleted else 204)
+
+
+def list_collections_in_subscription(request: ApiRequest, services: Services) -> ApiResponse:
+    subscription = valid_subscription(request.route["subscriptionId"])
+    return _collection_list(services.store.collections(subscription))
+
+
+def list_collections_in_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
+    subscription = valid_subscription(request.route["subscriptionId"])
+    resource_group = valid_resource_group(request.route["resourceGroupName"])
+    return _collection_list(services.store.collections(subscription, resource_group))
+
+
+def collection_id(request: ApiRequest) -> CollectionId:
+    route = request.route
+    return CollectionId.of(
+        route["subscriptionId"], route["resourceGroupName"], route["jobCollectionName"]
+    )
+
+
+def collection_resource(stored: Stored[CollectionId]) -> dict[str, object]:
+    document = stored.document
+    return {
+        "id": stored.id.arm_id,
+        "type": COLLECTION_TYPE,
+        "name": stored.id.name,
+        "location": document.get("location"),
+        "tags": document.get("tags") or {},
+        "properties": document["properties"],
+    }
+
+
+def _collection_response(status: int, stored: Stored[CollectionId]) -> ApiResponse:
+    return ApiResponse(status, collection_resource(stored), {"ETag": stored.etag})
+
+
+def _collection_list(found: list[Stored[CollectionId]]) -> ApiResponse:
+    return ApiResponse(200, {"value": [collection_resource(stored) for stored in found]})

@@ -1,0 +1,105 @@
+"""The errors the API answers with, each knowing its ARM error code and HTTP status, and the one
+place where the errors of the layers below become ARM errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.domain.problems import InvalidRequest, Refused
+from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+
+
+class ArmError(Exception):
+    """An error with a place in the ARM error envelope `{"error": {"code", "message"}}`."""
+
+    status = 500
+    code = "InternalServerError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @property
+    def envelope(self) -> dict[str, dict[str, str]]:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class BadRequest(ArmError):
+    status = 400
+    code = "BadRequest"
+
+
+class MissingApiVersion(ArmError):
+    status = 400
+    code = "MissingApiVersionParameter"
+
+    def __init__(self, supported: Sequence[str]) -> None:
+        super().__init__(
+            "The api-version query parameter (?api-version=) is required for all requests; "
+            f"the supported versions are '{', '.join(supported)}'."
+        )
+
+
+class InvalidApiVersion(ArmError):
+    status = 400
+    code = "InvalidApiVersionParameter"
+
+    def __init__(self, given: str, supported: Sequence[str]) -> None:
+        super().__init__(
+            f"The api-version '{given[:40]}' is invalid. "
+            f"The supported versions are '{', '.join(supported)}'."
+        )
+
+
+class ResourceNotFound(ArmError):
+    status = 404
+    code = "ResourceNotFound"
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"The {kind} '{name}' was not found.")
+
+
+class Conflict(ArmError):
+    status = 409
+    code = "Conflict"
+
+
+class PreconditionFailed(ArmError):
+    status = 412
+    code = "PreconditionFailed"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The resource has changed since it was read: its ETag does not match If-Match."
+        )
+
+
+class UnsupportedMediaType(ArmError):
+    status = 415
+    code = "UnsupportedMediaType"
+
+    def __init__(self, content_type: str) -> None:
+        super().__init__(f"The request body must be JSON, not '{content_type[:60]}'.")
+
+
+def arm_error(error: Exception) -> ArmError | None:
+    """The ARM error a failure of any layer answers as; None for a fault of the service's own."""
+    match error:
+        case ArmError():
+            return error
+        case InvalidRequest():
+            return BadRequest(error.message)
+        case Refused():
+            return Conflict(error.message)
+        case NotFound(kind=kind, name=name):
+            return ResourceNotFound(kind, name)
+        case ModifiedConcurrently(kind=kind):
+            return Conflict(f"The {kind} is being changed by other requests; try again.")
+        case EtagMismatch():
+            return PreconditionFailed()
+        case QuotaExceeded(jobs=jobs):
+            return Conflict(
+                f"The job collection already holds {jobs} jobs, its quota maxJobCount; "
+                "delete a job or raise the quota."
+            )
+    return None

@@ -1,0 +1,135 @@
+"""Putting a definition, a run-now or a change of state into effect: the job's write, and the
+attempts it now waits for sent where the executor will find them on time.
+
+What is sent goes out before the write that makes it pending, so that no crash can leave a job
+waiting for a message never sent; until the write lands the executor waits (`NotYet`), and if
+the write fails, the message finds nothing pending and is skipped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from shared.domain.attempts import (
+    Attempt,
+    Delivery,
+    Pending,
+    defined_document,
+    pending_of,
+    resumed,
+    with_pending,
+)
+from shared.domain.collection import CollectionState, Quota, SkuName
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import FINAL_STATE_VALUES, JobProperties, JobState
+from shared.domain.job_document import occurrences_of, stored_definition
+from shared.domain.job_rules import definition_problems, recurrence_conflict
+from shared.domain.problems import InvalidRequest, Refused
+from shared.domain.wire import iso
+from shared.execution.dispatch import Dispatcher
+from shared.storage.concurrency import optimistic_attempts
+from shared.storage.errors import ModifiedConcurrently
+from shared.storage.store import JobSlot, Preconditions, Store, Stored
+
+
+class Scheduling:
+    """The writes that change what a job waits for, with what each sends."""
+
+    def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
+        self._store, self._dispatcher = store, dispatcher
+
+    def save_definition(
+        self,
+        job: JobId,
+        properties: JobProperties,
+        now: datetime,
+        *,
+        preconditions: Preconditions | None = None,
+        slot: JobSlot | None = None,
+    ) -> tuple[Stored[JobId], bool]:
+        """Create or replace a job's definition, checked against every rule and its collection's
+        quotas; what is now stored, and whether it was created. `slot` is the job as the caller
+        read it, if it did."""
+        collection = self._store.existing_collection(job.collection)
+        sku = SkuName(collection.document["properties"]["sku"]["name"])
+        problems = definition_problems(properties, sku=sku, now=now)
+        if problems:
+            raise InvalidRequest(problems)
+        slot = slot or self._store.job_slot(job)
+        current = slot.current
+        state = current.document["definition"]["state"] if current else None
+        if state in FINAL_STATE_VALUES:
+            raise Refused(
+                f"The job '{job.name}' is {state}, a final state: "
+                "it can no longer be changed, only deleted."
+            )
+        definition = stored_definition(properties, sku=sku)
+        quota = Quota.model_validate(collection.document["properties"]["quota"])
+        conflict = recurrence_conflict(occurrences_of(definition, now), quota)
+        if conflict:
+            raise Refused(conflict)
+        document, pending = defined_document(definition, now, current.document if current else None)
+        # StorageQueue messages name the collection's region.
+        document["region"] = collection.document.get("location") or ""
+        self._dispatcher.dispatch([Delivery(job, iso(now), entry) for entry in pending], now)
+        return self._store.save_job(
+            job, document, preconditions or Preconditions(), slot, max_jobs=quota.max_job_count
+        )
+
+    def run_now(self, job: JobId, now: datetime) -> None:
+        """An immediate execution of the job, through the same path as scheduled ones."""
+        stored = self._store.existing_job(job)
+        entry = Pending(Attempt(now, run_now=True), now)
+        self._dispatcher.dispatch([Delivery(stored.id, stored.document["definedAt"], entry)], now)
+        for attempt in optimistic_attempts():
+            if attempt:
+                stored = self._store.existing_job(job)
+            document = with_pending(stored.document, [*pending_of(stored.document), entry])
+            if self._store.settle_job(stored, document, []):
+                return
+        raise ModifiedConcurrently("job")
+
+    def set_job_states(
+        self, collection: CollectionId, state: JobState | None, now: datetime
+    ) -> None:
+        """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up."""
+        changed, deliveries = [], []
+        for stored in self._store.jobs(collection):
+            definition = stored.document["definition"]
+            if definition["state"] in FINAL_STATE_VALUES:
+                continue
+            document = stored.document
+            if state is not None:
+                document = {**document, "definition": {**definition, "state": state.value}}
+                document = with_pending(document, pending_of(document))
+            added: list[Pending] = []
+            if document["definition"]["state"] == JobState.ENABLED.value:
+                document, added = resumed(document, now)
+            if document == stored.document:
+                continue
+            changed.append(Stored(stored.id, document, stored.etag))
+            deliveries += [Delivery(stored.id, document["definedAt"], entry) for entry in added]
+        self._dispatcher.dispatch(deliveries, now)
+        self._store.replace_jobs(changed)
+
+    def save_collection(
+        self,
+        collection: CollectionId,
+        document: dict[str, Any],
+        now: datetime,
+        *,
+        preconditions: Preconditions,
+        previous: Stored[CollectionId] | None,
+    ) -> tuple[Stored[CollectionId], bool]:
+        """Save a collection; its jobs' executor sees its state change, and jobs resume with it."""
+        state = document["properties"]["state"]
+        enabled = CollectionState.ENABLED.value
+        if state != enabled:  # off before the document says so: nothing runs in between
+            self._store.set_collection_state(collection, state)
+        stored, created = self._store.save_collection(collection, document, preconditions)
+        if state == enabled:
+            self._store.set_collection_state(collection, state)
+            if previous is not None and previous.document["properties"]["state"] != enabled:
+                self.set_job_states(stored.id, None, now)
+        return stored, created

@@ -1,0 +1,157 @@
+"""The composition root: every service the functions use, built once per process.
+
+`current()` builds them from the settings the Functions host provides, on first use. API
+handlers, the timer and the executor all take the same `Services`; tests build their own with
+`build`, on their own Azurite, clock and queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from azure.core.exceptions import ResourceExistsError
+from azure.storage.queue import TextBase64EncodePolicy
+
+from shared.actions import ActionPerformer, Actions
+from shared.actions.http import HttpActions
+from shared.actions.oauth import TokenCache
+from shared.actions.outbound import OutboundPolicy, tls_context
+from shared.actions.service_bus import ServiceBusActions
+from shared.actions.storage_queue import StorageQueueActions
+from shared.domain.job_definition import ActionType
+from shared.execution.dispatch import Dispatcher
+from shared.execution.scheduling import Scheduling
+from shared.execution.worker import ExecutionWorker
+from shared.settings import Settings
+from shared.storage.clients import queue_client, storage_credential, table_service
+from shared.storage.due_index import DUE_TABLE, DueIndex
+from shared.storage.store import Store
+
+EXECUTIONS_QUEUE = "executions"
+EXECUTION_THREADS = 32
+FOLLOW_UP_GATHERING = timedelta(milliseconds=250)
+
+
+class StorageRequestCounter:
+    """Counts the storage requests this process sends, retries included (a batch is one).
+
+    It is the clients' `raw_request_hook`: the storage SDKs build their own pipelines and take
+    no extra policies, but call this hook on every try of every request.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> None:
+        with self._lock:
+            self._count += 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+
+STORAGE_REQUESTS = StorageRequestCounter()
+
+
+def utc_now() -> datetime:
+    """The current instant: the one place the app reads the clock."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    clock: Callable[[], datetime]
+    store: Store
+    due_index: DueIndex
+    dispatcher: Dispatcher
+    scheduling: Scheduling
+    worker: ExecutionWorker
+    blocking_threads: ThreadPoolExecutor
+    """Threads for the executor's blocking work: an execution mostly waits on storage and on
+    its target, so many can be under way at once (asyncio's default pool has cores + 4)."""
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def close(self) -> None:
+        """Close what holds connections open beyond a call (Service Bus senders)."""
+        self.worker.close()
+        self.blocking_threads.shutdown(wait=False)
+
+
+def build(
+    settings: Settings,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    sleep: Callable[[float], None] = time.sleep,
+    queue_name: str = EXECUTIONS_QUEUE,
+    due_table: str = DUE_TABLE,
+    follow_up_gathering: timedelta = FOLLOW_UP_GATHERING,
+    action_timeout: float | None = None,
+    max_deliveries: int = 5,
+    store: Store | None = None,
+) -> Services:
+    """Every service, connected to the storage the settings name (tables and queue created).
+
+    A test passes its own clock, queue and table names, and may pass a `store` built on the
+    same tables (a subclass that injects faults or counts calls).
+    """
+    identity = settings.storage_identity
+    # One credential for every storage client (it caches its tokens); None on Azurite.
+    credential = storage_credential(identity) if identity is not None else None
+    tables = table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
+    store = store or Store(tables)
+    store.create_tables()
+    # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
+    queue = queue_client(
+        settings,
+        queue_name,
+        credential,
+        message_encode_policy=TextBase64EncodePolicy(),
+        raw_request_hook=STORAGE_REQUESTS,
+    )
+    with contextlib.suppress(ResourceExistsError):
+        queue.create_queue()
+    due_index = DueIndex.in_service(tables, due_table)
+    # Follow-ups wait a moment for others of the same second (shared.execution.dispatch).
+    dispatcher = Dispatcher(queue, due_index, settings.horizon, coalesce=follow_up_gathering)
+    timeouts = {} if action_timeout is None else {"timeout": action_timeout}
+    tls = tls_context(settings.outbound_ca_file)
+    http = HttpActions(
+        OutboundPolicy.from_setting(settings.outbound_allowlist),
+        settings.outbound_ca_file,
+        TokenCache(settings.authority_host, httpx.Client(verify=tls), clock),
+    )
+    service_bus = ServiceBusActions(settings, **timeouts)
+    performers: dict[ActionType, ActionPerformer] = {
+        ActionType.HTTP: http,
+        ActionType.HTTPS: http,
+        ActionType.STORAGE_QUEUE: StorageQueueActions(settings, **timeouts),
+        ActionType.SERVICE_BUS_QUEUE: service_bus,
+        ActionType.SERVICE_BUS_TOPIC: service_bus,
+    }
+    actions = Actions(clock, performers)
+    worker = ExecutionWorker(
+        store, dispatcher, actions, clock=clock, sleep=sleep, max_deliveries=max_deliveries
+    )
+    threads = ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
+    scheduling = Scheduling(store, dispatcher)
+    return Services(settings, clock, store, due_index, dispatcher, scheduling, worker, threads)
+
+
+@functools.cache
+def current() -> Services:
+    """This process's services, built on first use from the environment's settings."""
+    return build(Settings.from_environment())

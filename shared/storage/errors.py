@@ -1,0 +1,38 @@
+"""What storage reports in its own words; the API layer maps each to its ARM error."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """A write or read that storage could not carry out as asked."""
+
+
+class NotFound(StorageError):
+    """The collection or job does not exist."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"the {kind} '{name}' does not exist")
+        self.kind, self.name = kind, name
+
+
+class ModifiedConcurrently(StorageError):
+    """Other writers kept changing the resource: every optimistic attempt lost its race."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"the {kind} kept changing while it was being written")
+        self.kind = kind
+
+
+class EtagMismatch(StorageError):
+    """If-Match or If-None-Match did not hold for the stored version."""
+
+    def __init__(self) -> None:
+        super().__init__("the stored version does not match the precondition")
+
+
+class QuotaExceeded(StorageError):
+    """A new job would take its collection past maxJobCount."""
+
+    def __init__(self, jobs: int) -> None:
+        super().__init__(f"the collection holds {jobs} jobs")
+        self.jobs = jobs
