@@ -5,7 +5,7 @@ BIN      := $(VENV)/bin
 PYDEPS   := $(VENV)/.installed
 NODEDEPS := node_modules/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test test-fast bench lint clean
 
 $(PYDEPS): requirements.txt tests/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -25,7 +25,13 @@ run: $(PYDEPS) $(NODEDEPS)
 ## test: install what is needed, then lint and run the whole test suite
 test: $(PYDEPS) $(NODEDEPS)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+## test-fast: the tests that need no process of their own (no Azurite, host or broker), in seconds
+test-fast: $(PYDEPS)
+	$(BIN)/python -m pytest -m "not services"
 
 ## bench: the benchmarks of bench/, results printed and written to bench/results/
 bench: $(PYDEPS) $(NODEDEPS)
@@ -38,6 +44,7 @@ bench: $(PYDEPS) $(NODEDEPS)
 lint: $(PYDEPS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) node_modules .pytest_cache .hypothesis .ruff_cache .mypy_cache

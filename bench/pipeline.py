@@ -47,6 +47,7 @@ from devhost import azurite
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "pipeline.md"
 JOBS_PER_COLLECTION = 50
+DEFINED_AT = datetime(2026, 1, 1, tzinfo=UTC)  # of the tick phase's index rows: any instant will do
 
 
 # --- the target, in its own process -------------------------------------------------------------
@@ -341,7 +342,7 @@ def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
     def add(n: int) -> None:
         moment = now + timedelta(seconds=n % 50)
         job = JobId(host.collection, f"j{n}")
-        index.add(Delivery(job, "2026-01-01T00:00:00Z", Pending(Attempt(moment), moment)))
+        index.add(Delivery(job, DEFINED_AT, Pending(Attempt(moment), moment)))
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(add, range(due)))

@@ -1,8 +1,8 @@
 """How long the schedule engine takes to find a job's next occurrence, and whether age matters.
 
-For every schedule of SPEC.md's examples table (plus the worked example and a plain minute grid)
-it times `Occurrences.next_after(now)` for a job anchored now and for the same job anchored ten
-years ago, and, side by side, plain `rrule(...).after(now)` iterated from the anchor.
+For every schedule of docs/behaviour.md#schedule-examples (plus the worked example and a plain
+minute grid) it times `Occurrences.next_after(now)` for a job anchored now and for the same job
+anchored ten years ago, and, side by side, plain `rrule(...).after(now)` iterated from the anchor.
 
 Targets (issue 2): the median per call at most 50 µs, and the ten-year-old job at most twice as
 slow as the new one. Run with `make bench`; the table is written to bench/results/schedule.md.
@@ -25,7 +25,7 @@ from dateutil.relativedelta import relativedelta
 
 from shared.domain.schedule.occurrences import _RRULE_FREQUENCY, Occurrences
 from shared.domain.schedule.recurrence import Recurrence
-from tests.test_occurrences_spec import SCHEDULE_EXAMPLES
+from tests.domain.schedule.test_occurrences_spec import SCHEDULE_EXAMPLES
 
 NOW = datetime(2026, 6, 1, 9, 0, 7, tzinfo=UTC)
 TEN_YEARS = relativedelta(years=10)
@@ -143,7 +143,7 @@ def verdict_line(worst_median: float, worst_ratio: float, met: bool) -> str:
 
 
 HEADER = (
-    "| schedule (SPEC.md examples) | engine, anchored now | engine, anchored 10 years ago "
+    "| schedule (behaviour.md examples) | engine, anchored now | engine, anchored 10 years ago "
     "| ratio | rrule, anchored now | rrule, anchored 10 years ago | rrule calls timed |"
 )
 

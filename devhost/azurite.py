@@ -73,13 +73,13 @@ def start(
         *options,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    azurite = Azurite(*ports, process=process, location=location)
+    azurite = Azurite(ports[0], ports[1], ports[2], process=process, location=location)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not all(_answers(port) for port in ports):
         if process.poll() is not None or time.monotonic() > deadline:
-            error = (
-                process.stderr.read().decode(errors="replace") if process.poll() is not None else ""
-            )
+            stderr = process.stderr  # a pipe (stderr=PIPE above), so never None
+            exited = process.poll() is not None
+            error = stderr.read().decode(errors="replace") if exited and stderr is not None else ""
             azurite.stop()
             raise RuntimeError(f"Azurite did not start on ports {ports}: {error[-2000:]}")
         time.sleep(0.05)

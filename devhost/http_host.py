@@ -150,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         try:
             response = function.call(**{function.argument: request})
-            if inspect.isawaitable(response):
+            if inspect.iscoroutine(response):  # what `async def` returns, all asyncio.run takes
                 response = asyncio.run(response)
         except Exception:
             # The Functions host answers an unhandled exception with a bare 500.

@@ -286,34 +286,6 @@ def _received(entity: str, message: Message) -> Received:
     )
 
 
-class SilentPeer:
-    """Accepts TCP connections and never answers: a broker that hangs."""
-
-    def __init__(self) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self._socket.getsockname()[1]
-        self._held: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"sb://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._socket.accept()
-            except OSError:
-                return
-            self._held.append(connection)
-
-    def stop(self) -> None:
-        self._socket.close()
-        for connection in self._held:
-            connection.close()
-
-
 def wait_for_port(port: int, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while True:

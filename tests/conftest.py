@@ -2,6 +2,10 @@
 
 Hypothesis runs derandomized by default so that every run of `make test` tries the same
 examples; `HYPOTHESIS_PROFILE=thorough` explores fresh random ones, many more of them.
+
+Every test that needs a process of its own (Azurite, the local host, the Service Bus test
+broker) is marked `services`, by the fixtures it uses; `make test-fast` runs the others, which
+need none of them (nor the broker's AMQP package, imported only when a broker starts).
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 
 from devhost import azurite
-from tests.amqp_broker import AmqpBroker
+
+if TYPE_CHECKING:
+    from tests.amqp_broker import AmqpBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 API_VERSION = "2016-03-01"
@@ -37,6 +44,15 @@ settings.register_profile(
     "thorough", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# The fixtures that start processes (or, for the broker, need its AMQP package).
+NEEDS_SERVICES = {"storage", "service", "service_bus", "broker", "secure_azurite"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if NEEDS_SERVICES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,8 @@ def storage() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def service_bus() -> Iterator[AmqpBroker]:
     """The session's Service Bus stand-in (tests/amqp_broker.py), which the local host sends to."""
+    from tests.amqp_broker import AmqpBroker  # noqa: PLC0415 (proton only where a broker runs)
+
     broker = AmqpBroker({SAS_KEY_NAME: SAS_KEY}, queues=BROKER_QUEUES, topics=BROKER_TOPICS)
     yield broker.start()
     broker.stop()

@@ -1,4 +1,4 @@
-"""A deliberately naive reading of SPEC.md section 3, to check the engine against.
+"""A deliberately naive reading of docs/behaviour.md#recurrence, to check the engine against.
 
 It walks the wall clock one minute at a time and applies each rule literally: no rrule, no
 period arithmetic, no jumps. Its only shortcut is to skip a whole day or hour that a rule
@@ -94,7 +94,7 @@ class NaiveJob:
             weeks = ((day - timedelta(days=day.weekday())) - (anchor.date() - timedelta(days=anchor.weekday()))).days // 7
             if weeks % recurrence.interval:
                 return False
-            wanted = {d.index for d in schedule.week_days} if schedule and schedule.week_days else {anchor.weekday()}
+            wanted = {d.weekday for d in schedule.week_days} if schedule and schedule.week_days else {anchor.weekday()}
             return day.weekday() in wanted
         if frequency is Frequency.MONTH:
             months = (day.year - anchor.year) * 12 + day.month - anchor.month
@@ -121,7 +121,7 @@ class NaiveJob:
             nth_from_start = (day.day - 1) // 7 + 1
             nth_from_end = -((length - day.day) // 7 + 1)
             return any(
-                w.day.index == day.weekday() and w.occurrence in (None, nth_from_start, nth_from_end)
+                w.day.weekday == day.weekday() and w.occurrence in (None, nth_from_start, nth_from_end)
                 for w in weekdays
             )
         return True

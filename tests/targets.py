@@ -141,3 +141,31 @@ def token_endpoint(tenant: str, client_id: str, secret: str, token: str) -> tupl
         return 200, json.dumps(answer).encode(), {"Content-Type": "application/json"}
 
     return f"/{tenant}/oauth2/token", respond
+
+
+class SilentPeer:
+    """Accepts TCP connections and never answers: a broker that hangs."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"sb://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            self._held.append(connection)
+
+    def stop(self) -> None:
+        self._socket.close()
+        for connection in self._held:
+            connection.close()

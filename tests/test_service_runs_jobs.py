@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from shared.domain.wire import parse_iso
+from tests.api.test_jobs import job_path, new_collection
 from tests.targets import Target
-from tests.test_api_jobs import job_path, new_collection
 
 # The executor needs a moment after the target answers to write the history.
 SETTLE_S = 5.0

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from shared.domain.attempts import Attempt, Outcome
+from shared.domain.attempts import Attempt
+from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName, ActionType
 

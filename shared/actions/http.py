@@ -32,7 +32,8 @@ from shared.domain.job_definition import HttpAuthenticationType
 from shared.domain.wire import iso
 
 IDENTITY_PREFIX = "x-ms-scheduler-"
-MOST_BODY_BYTES = 2048  # SPEC: history keeps up to 2,048 bytes of the response body
+# History keeps up to 2,048 bytes of the response body (docs/behaviour.md#http-calls).
+MOST_BODY_BYTES = 2048
 _MOST_CERTIFICATE_CLIENTS = 32
 
 

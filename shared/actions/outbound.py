@@ -22,7 +22,7 @@ import httpx
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-ACTION_TIMEOUT_S = 60.0  # SPEC: the HTTP action timeout, static
+ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
 
 
@@ -99,11 +99,14 @@ class _GuardedBackend(httpcore.SyncBackend):
     ) -> httpcore.NetworkStream:
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as failure:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {failure}") from None
-        refusals, failure = [], None
+        except OSError as error:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from None
+        refusals: list[str] = []
+        failure: httpcore.ConnectError | None = None
         for *_, address in found:
             ip = address[0]
+            if not isinstance(ip, str):  # (int, bytes): an IPv6 answer to a Python without IPv6
+                continue
             refusal = self._policy.refusal(host, ipaddress.ip_address(ip))
             if refusal is not None:
                 refusals.append(refusal)

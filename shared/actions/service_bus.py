@@ -21,6 +21,7 @@ from typing import Any
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient, ServiceBusSender
+from azure.servicebus.amqp import AmqpMessageHeader
 from azure.servicebus.exceptions import (
     MessagingEntityNotFoundError,
     ServiceBusAuthenticationError,
@@ -74,17 +75,19 @@ def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> Se
         keywords["scheduled_enqueue_time_utc"] = parse_iso(given["scheduledEnqueueTimeUtc"])
     if given.get("timeToLive"):
         keywords["time_to_live"] = read_duration(given["timeToLive"])
-    own = {
+    properties: dict[str | bytes, Any] = {
         name: value
         for name, value in (wanted.get("customMessageProperties") or {}).items()
         if not name.lower().startswith(IDENTITY_PREFIX)
     }
+    # .items(): the SDK's keys may be bytes too, which a dict[str, str] does not take as a key.
+    properties.update(identity_headers(job, attempt).items())
     # session_id first: the SDK checks a partition key against it
     session_id = keywords.pop("session_id", None)
     message = ServiceBusMessage(
         wanted.get("message") or "",
         session_id=session_id,
-        application_properties={**own, **identity_headers(job, attempt)},
+        application_properties=properties,
         **keywords,
     )
     amqp = message.raw_amqp_message
@@ -94,7 +97,10 @@ def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> Se
             _VIA_PARTITION_KEY: given["viaPartitionKey"],
         }
     if given.get("forcePersistence") is not None:
-        amqp.header.durable = bool(given["forcePersistence"])
+        header = amqp.header
+        if header is None:  # a new message has one; made as the SDK makes a missing one
+            header = amqp.header = AmqpMessageHeader()
+        header.durable = bool(given["forcePersistence"])
     return message
 
 

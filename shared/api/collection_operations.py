@@ -12,7 +12,7 @@ from shared.domain.ids import (
 )
 from shared.domain.problems import InvalidRequest
 from shared.services import Services
-from shared.storage.store import Stored
+from shared.storage.store import StoredCollection
 
 
 def get_collection(request: ApiRequest, services: Services) -> ApiResponse:
@@ -67,7 +67,7 @@ def collection_id(request: ApiRequest) -> CollectionId:
     )
 
 
-def collection_resource(stored: Stored[CollectionId]) -> dict[str, object]:
+def collection_resource(stored: StoredCollection) -> dict[str, object]:
     document = stored.document
     return {
         "id": stored.id.arm_id,
@@ -79,9 +79,9 @@ def collection_resource(stored: Stored[CollectionId]) -> dict[str, object]:
     }
 
 
-def _collection_response(status: int, stored: Stored[CollectionId]) -> ApiResponse:
+def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:
     return ApiResponse(status, collection_resource(stored), {"ETag": stored.etag})
 
 
-def _collection_list(found: list[Stored[CollectionId]]) -> ApiResponse:
+def _collection_list(found: list[StoredCollection]) -> ApiResponse:
     return ApiResponse(200, {"value": [collection_resource(stored) for stored in found]})

@@ -1,9 +1,4 @@
-"""Job operations, each from an ApiRequest to an ApiResponse.
-
-A stored job document holds `definition` (the client's definition, every default spelled out,
-secrets included), `status` (system-owned) and `definedAt` (when the definition was saved: its
-occurrences count from there).
-"""
+"""Job operations, each from an ApiRequest to an ApiResponse."""
 
 from __future__ import annotations
 
@@ -18,12 +13,12 @@ from shared.api.errors import ResourceNotFound
 from shared.domain.collection import SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
-from shared.domain.job_document import occurrences_of, public_properties, stored_definition
+from shared.domain.job_document import occurrences_of, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, field_errors
-from shared.domain.wire import WireEnum, iso, merge_patch, parse_iso
+from shared.domain.wire import WireEnum, iso, merge_patch
 from shared.services import Services
-from shared.storage.store import Stored
+from shared.storage.store import StoredJob
 
 LARGEST_PAGE = 100
 LARGEST_PREVIEW = 100
@@ -53,7 +48,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.json_body()
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
-    stored_body = {"properties": current.document["definition"]}
+    stored_body = {"properties": current.document.definition}
     try:
         merged = JobBody.model_validate(merge_patch(stored_body, patch))
     except ValidationError as invalid:
@@ -113,11 +108,8 @@ def disable_collection(request: ApiRequest, services: Services) -> ApiResponse:
 def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: the next `count` occurrences of a saved job."""
     document = services.store.existing_job(_job_id(request)).document
-    occurrences = occurrences_of(document["definition"], parse_iso(document["definedAt"]))
-    upcoming = occurrences.upcoming(
-        _preview_count(request),
-        after=services.now(),
-        executions_done=document.get("occurrences", 0),
+    upcoming = document.schedule.upcoming(
+        _preview_count(request), after=services.now(), executions_done=document.occurrences
     )
     return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
 
@@ -202,14 +194,14 @@ def _job_id(request: ApiRequest) -> JobId:
     return JobId.of(collection_id(request), request.route["jobName"])
 
 
-def _job_resource(stored: Stored[JobId]) -> dict[str, Any]:
+def _job_resource(stored: StoredJob) -> dict[str, Any]:
     return {
         "id": stored.id.arm_id,
         "type": JOB_TYPE,
         "name": stored.id.arm_name,
-        "properties": public_properties(stored.document["definition"], stored.document["status"]),
+        "properties": stored.document.public_properties(),
     }
 
 
-def _job_response(status: int, stored: Stored[JobId]) -> ApiResponse:
+def _job_response(status: int, stored: StoredJob) -> ApiResponse:
     return ApiResponse(status, _job_resource(stored), {"ETag": stored.etag})

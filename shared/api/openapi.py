@@ -100,7 +100,7 @@ def _operation(route: Route) -> dict[str, Any]:
         code: {"description": text, "content": _json_body("Error")}
         for code, text in _ERRORS.items()
     }
-    queries = {
+    queries: dict[str, dict[str, Any]] = {
         "$top": {"type": "integer", "minimum": 1, "maximum": 100},
         "$skip": {"type": "integer", "minimum": 0},
         "$filter": {"type": "string"},

@@ -1,4 +1,7 @@
-"""Job collections: their body on the wire, and the quotas each SKU brings (SPEC.md section 2)."""
+"""Job collections: their body on the wire, and the quotas each SKU brings.
+
+See docs/behaviour.md#collections and #quotas.
+"""
 
 from __future__ import annotations
 

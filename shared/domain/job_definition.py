@@ -1,4 +1,4 @@
-"""A job's definition on the wire (SPEC.md section 2): actions, authentication, retry policy.
+"""A job's definition on the wire (docs/behaviour.md#jobs): actions, authentication, retry policy.
 
 The models read every shape the 2016-03-01 API allows; `shared.job_rules` checks the rules that
 join several values, and `shared.job_documents` turns a definition into what is stored and what a
@@ -31,11 +31,12 @@ def read_duration(value: Any) -> timedelta:
             "'{value}' is not an ISO 8601 duration such as 'PT30S'",
             {"value": value[:40]},
         ) from None
-    if not isinstance(duration, isodate.Duration):
+    if isinstance(duration, timedelta):
         return duration
-    try:  # months or years: as Azure does, 30 and 365 days
+    try:  # months or years (an isodate.Duration): as Azure does, 30 and 365 days
         days = 30 * int(duration.months) + 365 * int(duration.years)
-        return timedelta(days=days) + duration.tdelta
+        rest: timedelta = duration.tdelta
+        return timedelta(days=days) + rest
     except OverflowError:
         raise PydanticCustomError(
             "iso_duration", "'{value}' is longer than any duration allowed", {"value": value[:40]}
@@ -105,7 +106,7 @@ class HttpAuthentication(WireModel):
     secret: str | None = None
 
 
-class HttpRequest(WireModel):
+class HttpActionRequest(WireModel):
     uri: str
     method: Annotated[str, Field(min_length=1, max_length=16)]
     body: str | None = None
@@ -153,7 +154,7 @@ class BrokeredMessageProperties(WireModel):
     via_partition_key: str | None = None
 
 
-class ServiceBusMessage(WireModel):
+class ServiceBusActionMessage(WireModel):
     authentication: ServiceBusAuthentication | None = None
     brokered_message_properties: BrokeredMessageProperties | None = None
     custom_message_properties: dict[str, str] | None = None
@@ -162,11 +163,11 @@ class ServiceBusMessage(WireModel):
     transport_type: TransportType | None = None
 
 
-class ServiceBusQueueMessage(ServiceBusMessage):
+class ServiceBusQueueMessage(ServiceBusActionMessage):
     queue_name: str | None = None
 
 
-class ServiceBusTopicMessage(ServiceBusMessage):
+class ServiceBusTopicMessage(ServiceBusActionMessage):
     topic_path: str | None = None
 
 
@@ -185,7 +186,7 @@ class ErrorAction(WireModel):
     """What runs when the main action has failed and its retries are spent."""
 
     type: ActionType
-    request: HttpRequest | None = None
+    request: HttpActionRequest | None = None
     queue_message: StorageQueueMessage | None = None
     service_bus_queue_message: ServiceBusQueueMessage | None = None
     service_bus_topic_message: ServiceBusTopicMessage | None = None

@@ -1,21 +1,26 @@
-"""A job as stored, and as a client reads it back.
+"""A job as stored (`JobDocument`), and as a client reads it back.
 
 Stored: the definition with every default made explicit (state, retry policy, the certificate
-facts read from a pfx), the system-owned status, and `definedAt`, the moment the definition was
-saved, from which its occurrences are counted. Read back: the same without any secret.
+facts read from a pfx), the system-owned status, `definedAt` (the moment the definition was
+saved, from which its occurrences count), and what the service keeps to run it: the attempts it
+waits for, how many occurrences have passed, how many history entries it has. Read back: the
+definition without any secret, and the status.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.domain.attempts import Attempt, Pending
 from shared.domain.certificates import read_pfx
 from shared.domain.collection import SkuName
 from shared.domain.history import KEPT_FOR
 from shared.domain.job_definition import (
-    FINAL_STATE_VALUES,
+    FINAL_STATES,
     HttpAuthenticationType,
     JobProperties,
     JobState,
@@ -40,6 +45,144 @@ DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no sh
 DEFAULT_RETRY_COUNT = 4
 
 
+@dataclass(frozen=True)
+class JobStatus:
+    """What the service says of a job's runs (the API's `status`, system-owned)."""
+
+    execution_count: int = 0
+    failure_count: int = 0
+    faulted_count: int = 0
+    last_execution_time: datetime | None = None
+    next_execution_time: datetime | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "executionCount": self.execution_count,
+            "failureCount": self.failure_count,
+            "faultedCount": self.faulted_count,
+        }
+        if self.last_execution_time is not None:
+            wire["lastExecutionTime"] = iso(self.last_execution_time)
+        if self.next_execution_time is not None:
+            wire["nextExecutionTime"] = iso(self.next_execution_time)
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> JobStatus:
+        last, following = wire.get("lastExecutionTime"), wire.get("nextExecutionTime")
+        return cls(
+            execution_count=wire.get("executionCount", 0),
+            failure_count=wire.get("failureCount", 0),
+            faulted_count=wire.get("faultedCount", 0),
+            last_execution_time=parse_iso(last) if last else None,
+            next_execution_time=parse_iso(following) if following else None,
+        )
+
+
+@dataclass(frozen=True)
+class JobDocument:
+    """A job as stored: its definition (wire JSON, secrets included) and all the service keeps."""
+
+    definition: dict[str, Any]
+    defined_at: datetime
+    status: JobStatus = JobStatus()
+    pending: tuple[Pending, ...] = ()
+    occurrences: int = 0  # of this definition, passed (run or postponed): what `count` bounds
+    history_count: int = 0  # entries written, so the clean-up reads only jobs with too many
+    ended_at: datetime | None = None  # when it became Completed or Faulted
+    region: str = ""  # its collection's location, which StorageQueue messages name
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @classmethod
+    def defined(
+        cls, definition: dict[str, Any], defined_at: datetime, region: str = "",
+        previous: JobDocument | None = None,
+    ) -> JobDocument:  # fmt: skip
+        """The document of a definition saved at `defined_at`, waiting for its first
+        occurrence if it is enabled. A new definition starts its schedule afresh; the counts of
+        what already ran (`previous`, the document it replaces) stay."""
+        status = JobStatus()
+        if previous is not None:
+            status = replace(previous.status, next_execution_time=None)
+        document = cls(definition, defined_at, status, region=region)
+        first = document.schedule.first if document.enabled else None
+        return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
+
+    @property
+    def state(self) -> JobState:
+        return JobState(self.definition["state"])
+
+    @property
+    def enabled(self) -> bool:
+        return self.state is JobState.ENABLED
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def schedule(self) -> Occurrences:
+        """The occurrences of the definition."""
+        if "schedule" not in self._cache:  # parsed once per document: the executor asks often
+            self._cache["schedule"] = occurrences_of(self.definition, self.defined_at)
+        schedule: Occurrences = self._cache["schedule"]
+        return schedule
+
+    @property
+    def series_finished(self) -> bool:
+        """Whether every occurrence the definition allows has passed."""
+        return self.schedule.count_reached(self.occurrences)
+
+    def with_state(self, state: JobState) -> JobDocument:
+        changed = replace(self, definition={**self.definition, "state": state.value})
+        return changed.waiting_for(self.pending)
+
+    def waiting_for(self, pending: Iterable[Pending]) -> JobDocument:
+        """The document waiting for `pending`, its nextExecutionTime following the schedule."""
+        pending = tuple(pending)
+        scheduled = [entry.due for entry in pending if not entry.attempt.run_now]
+        following = min(scheduled) if scheduled and self.enabled else None
+        status = replace(self.status, next_execution_time=following)
+        return replace(self, status=status, pending=pending)
+
+    def expired(self, now: datetime) -> bool:
+        """Whether it ended (Completed or Faulted) longer ago than history is kept."""
+        return self.final and self.ended_at is not None and self.ended_at <= now - KEPT_FOR
+
+    def public_properties(self) -> dict[str, Any]:
+        """What a client reads: the definition without secrets, and the status."""
+        return public_properties(self.definition, self.status.to_wire())
+
+    def to_json(self) -> dict[str, Any]:
+        """The document as JSON, as storage keeps it."""
+        stored: dict[str, Any] = {
+            "definition": self.definition,
+            "status": self.status.to_wire(),
+            "definedAt": iso(self.defined_at),
+            "occurrences": self.occurrences,
+            "pending": [entry.to_wire() for entry in self.pending],
+            "historyCount": self.history_count,
+            "region": self.region,
+        }
+        if self.ended_at is not None:
+            stored["endedAt"] = iso(self.ended_at)
+        return stored
+
+    @classmethod
+    def from_json(cls, stored: dict[str, Any]) -> JobDocument:
+        ended = stored.get("endedAt")
+        return cls(
+            definition=stored["definition"],
+            defined_at=parse_iso(stored["definedAt"]),
+            status=JobStatus.from_wire(stored["status"]),
+            pending=tuple(Pending.from_wire(entry) for entry in stored.get("pending", ())),
+            occurrences=stored.get("occurrences", 0),
+            history_count=stored.get("historyCount", 0),
+            ended_at=parse_iso(ended) if ended else None,
+            region=stored.get("region", ""),
+        )
+
+
 def stored_definition(properties: JobProperties, *, sku: SkuName) -> dict[str, Any]:
     """The definition as kept: the client's, with every default spelled out."""
     action = properties.action
@@ -59,24 +202,13 @@ def stored_definition(properties: JobProperties, *, sku: SkuName) -> dict[str, A
 
 
 def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurrences:
-    """The occurrences of a stored definition."""
-    recurrence = definition.get("recurrence")
-    start = definition.get("startTime")
+    """The occurrences of a stored definition saved at `defined_at`."""
+    recurrence, start = definition.get("recurrence"), definition.get("startTime")
     return Occurrences(
         start_time=parse_iso(start) if start else None,
         recurrence=Recurrence.model_validate(recurrence) if recurrence else None,
         created_at=defined_at,
     )
-
-
-def fresh_status(definition: dict[str, Any], defined_at: datetime) -> dict[str, Any]:
-    """The status of a definition that has not run yet."""
-    status: dict[str, Any] = {"executionCount": 0, "failureCount": 0, "faultedCount": 0}
-    if definition.get("state") == JobState.ENABLED.value:
-        first = occurrences_of(definition, defined_at).first
-        if first is not None:
-            status["nextExecutionTime"] = iso(first)
-    return status
 
 
 def public_properties(definition: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +224,7 @@ def public_properties(definition: dict[str, Any], status: dict[str, Any]) -> dic
 
 
 def _retry_policy(policy: RetryPolicy | None, sku: SkuName) -> RetryPolicy:
-    # Decision (SPEC.md): no policy at all means Fixed with the defaults.
+    # Decision (docs/behaviour.md#retry-policy): no policy at all means Fixed with the defaults.
     if policy is not None and policy.retry_type is RetryType.NONE:
         return RetryPolicy(retry_type=RetryType.NONE)
     policy = policy or RetryPolicy()
@@ -119,11 +251,3 @@ def _add_certificate_facts(action: dict[str, Any]) -> None:
         "certificateSubjectName": facts.subject,
         "certificateExpirationDate": facts.expires,
     }
-
-
-def expired(document: dict[str, Any], now: datetime) -> bool:
-    """Whether a job ended (Completed or Faulted) longer ago than history is kept."""
-    if document["definition"]["state"] not in FINAL_STATE_VALUES:
-        return False
-    ended = document.get("endedAt")
-    return ended is not None and parse_iso(ended) <= now - KEPT_FOR

@@ -1,4 +1,4 @@
-"""The rules a job definition obeys beyond the shape of each value (SPEC.md section 2).
+"""The rules a job definition obeys beyond the shape of each value (docs/behaviour.md#limits).
 
 `definition_problems` lists what is invalid (a 400, every problem named by its field);
 `recurrence_conflict` says when a job recurs more often than its collection's quota (a 409);
@@ -23,7 +23,7 @@ from shared.domain.job_definition import (
     JobProperties,
     RetryPolicy,
     RetryType,
-    ServiceBusMessage,
+    ServiceBusActionMessage,
     StorageQueueMessage,
 )
 from shared.domain.problems import FieldError
@@ -136,7 +136,7 @@ def _action_problems(
         problems += _request_problems(action, f"{path}.request")
     elif isinstance(message, StorageQueueMessage):
         problems += _storage_queue_problems(message, f"{path}.queueMessage")
-    elif isinstance(message, ServiceBusMessage):
+    elif isinstance(message, ServiceBusActionMessage):
         entity = "queueName" if wanted == "serviceBusQueueMessage" else "topicPath"
         problems += _service_bus_problems(message, f"{path}.{wanted}", entity)
     if action.retry_policy is not None:
@@ -238,7 +238,9 @@ def _storage_queue_problems(message: StorageQueueMessage, path: str) -> list[Fie
     return problems
 
 
-def _service_bus_problems(message: ServiceBusMessage, path: str, entity: str) -> list[FieldError]:
+def _service_bus_problems(
+    message: ServiceBusActionMessage, path: str, entity: str
+) -> list[FieldError]:
     given = message.to_wire()
     problems = [
         FieldError(f"{path}.{name}", "is required")

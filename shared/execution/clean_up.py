@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 from datetime import datetime
 
 from shared.domain import history
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
-from shared.domain.job_document import expired
 from shared.storage.errors import StorageError
 from shared.storage.store import Preconditions, Store
 
@@ -22,11 +22,11 @@ def clean_up(store: Store, now: datetime) -> tuple[int, int]:
     jobs_removed = entries_removed = 0
     for collection in store.all_collections():
         for job in store.jobs(collection.id):
-            if expired(job.document, now):
+            if job.document.expired(now):
                 with contextlib.suppress(StorageError):  # changed meanwhile: another day
                     jobs_removed += store.delete_job(job.id, Preconditions(if_match=job.etag))
                 continue
-            counted = job.document.get("historyCount", 0)
+            counted = job.document.history_count
             # One range read per job finds old entries; only a job with more than its share
             # of entries has all its ids read.
             ids = store.history_ids(job.id) if counted > MOST_HISTORY else []
@@ -39,7 +39,7 @@ def clean_up(store: Store, now: datetime) -> tuple[int, int]:
             entries_removed += len(surplus)
             remaining = (len(ids) if ids else counted) - len(surplus)
             # If the job changed meanwhile, its count is put right on another day.
-            store.settle_job(job, {**job.document, "historyCount": max(remaining, 0)}, [])
+            store.settle_job(job, replace(job.document, history_count=max(remaining, 0)), [])
     if jobs_removed or entries_removed:
         log.info("clean-up removed %d jobs and %d history entries", jobs_removed, entries_removed)
     return jobs_removed, entries_removed

@@ -32,7 +32,8 @@ from datetime import datetime, timedelta
 
 from azure.storage.queue import QueueClient
 
-from shared.domain.attempts import MOST_PER_MESSAGE, Delivery, message_of
+from shared.domain.attempts import Delivery
+from shared.execution.messages import MOST_PER_MESSAGE, message_of
 from shared.storage.due_index import DueIndex
 
 EARLY = timedelta(seconds=0.5)

@@ -11,26 +11,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.domain.attempts import (
-    Attempt,
-    Delivery,
-    Pending,
-    defined_document,
-    pending_of,
-    resumed,
-    with_pending,
-)
+from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.collection import CollectionState, Quota, SkuName
+from shared.domain.decisions import resumed
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import FINAL_STATE_VALUES, JobProperties, JobState
-from shared.domain.job_document import occurrences_of, stored_definition
+from shared.domain.job_definition import JobProperties, JobState
+from shared.domain.job_document import JobDocument, occurrences_of, stored_definition
 from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
-from shared.domain.wire import iso
 from shared.execution.dispatch import Dispatcher
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
-from shared.storage.store import JobSlot, Preconditions, Store, Stored
+from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
 
 
 class Scheduling:
@@ -47,7 +39,7 @@ class Scheduling:
         *,
         preconditions: Preconditions | None = None,
         slot: JobSlot | None = None,
-    ) -> tuple[Stored[JobId], bool]:
+    ) -> tuple[StoredJob, bool]:
         """Create or replace a job's definition, checked against every rule and its collection's
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did."""
@@ -58,10 +50,9 @@ class Scheduling:
             raise InvalidRequest(problems)
         slot = slot or self._store.job_slot(job)
         current = slot.current
-        state = current.document["definition"]["state"] if current else None
-        if state in FINAL_STATE_VALUES:
+        if current is not None and current.document.final:
             raise Refused(
-                f"The job '{job.name}' is {state}, a final state: "
+                f"The job '{job.name}' is {current.document.state.value}, a final state: "
                 "it can no longer be changed, only deleted."
             )
         definition = stored_definition(properties, sku=sku)
@@ -69,10 +60,13 @@ class Scheduling:
         conflict = recurrence_conflict(occurrences_of(definition, now), quota)
         if conflict:
             raise Refused(conflict)
-        document, pending = defined_document(definition, now, current.document if current else None)
-        # StorageQueue messages name the collection's region.
-        document["region"] = collection.document.get("location") or ""
-        self._dispatcher.dispatch([Delivery(job, iso(now), entry) for entry in pending], now)
+        document = JobDocument.defined(
+            definition,
+            now,
+            region=collection.document.get("location") or "",
+            previous=current.document if current else None,
+        )
+        self._dispatcher.dispatch([Delivery(job, now, entry) for entry in document.pending], now)
         return self._store.save_job(
             job, document, preconditions or Preconditions(), slot, max_jobs=quota.max_job_count
         )
@@ -81,11 +75,11 @@ class Scheduling:
         """An immediate execution of the job, through the same path as scheduled ones."""
         stored = self._store.existing_job(job)
         entry = Pending(Attempt(now, run_now=True), now)
-        self._dispatcher.dispatch([Delivery(stored.id, stored.document["definedAt"], entry)], now)
+        self._dispatcher.dispatch([Delivery(stored.id, stored.document.defined_at, entry)], now)
         for attempt in optimistic_attempts():
             if attempt:
                 stored = self._store.existing_job(job)
-            document = with_pending(stored.document, [*pending_of(stored.document), entry])
+            document = stored.document.waiting_for([*stored.document.pending, entry])
             if self._store.settle_job(stored, document, []):
                 return
         raise ModifiedConcurrently("job")
@@ -96,20 +90,16 @@ class Scheduling:
         """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up."""
         changed, deliveries = [], []
         for stored in self._store.jobs(collection):
-            definition = stored.document["definition"]
-            if definition["state"] in FINAL_STATE_VALUES:
+            if stored.document.final:
                 continue
-            document = stored.document
-            if state is not None:
-                document = {**document, "definition": {**definition, "state": state.value}}
-                document = with_pending(document, pending_of(document))
+            document = stored.document if state is None else stored.document.with_state(state)
             added: list[Pending] = []
-            if document["definition"]["state"] == JobState.ENABLED.value:
+            if document.enabled:
                 document, added = resumed(document, now)
             if document == stored.document:
                 continue
             changed.append(Stored(stored.id, document, stored.etag))
-            deliveries += [Delivery(stored.id, document["definedAt"], entry) for entry in added]
+            deliveries += [Delivery(stored.id, document.defined_at, entry) for entry in added]
         self._dispatcher.dispatch(deliveries, now)
         self._store.replace_jobs(changed)
 
@@ -120,8 +110,8 @@ class Scheduling:
         now: datetime,
         *,
         preconditions: Preconditions,
-        previous: Stored[CollectionId] | None,
-    ) -> tuple[Stored[CollectionId], bool]:
+        previous: StoredCollection | None,
+    ) -> tuple[StoredCollection, bool]:
         """Save a collection; its jobs' executor sees its state change, and jobs resume with it."""
         state = document["properties"]["state"]
         enabled = CollectionState.ENABLED.value

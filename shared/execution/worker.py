@@ -2,8 +2,8 @@
 
 Per delivery: read the job and its collection's state (point reads, not a query: a query scans
 the partition, history included; the state read is shared with the collection's other jobs due
-at the same instant), decide (`execution.plan`), perform the action, then record the outcome,
-the job's new status and what follows in one etag-checked batch (`execution.settle`), and only
+at the same instant), decide (`decisions.plan`), perform the action, then record the outcome,
+the job's new status and what follows in one etag-checked batch (`decisions.settle`), and only
 then send what follows. Sending last means a crash can lose the follow-up only while the message
 itself is still on the queue: its redelivery finds the attempt finished and sends the follow-up
 again (`Resend`).
@@ -24,33 +24,32 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
-from shared.domain.attempts import (
-    Delivery,
+from shared.domain.attempts import Delivery, Pending, execution_id
+from shared.domain.decisions import (
     NotYet,
     Outcome,
     Park,
-    Pending,
     Resend,
     Run,
     Skip,
-    deliveries_of,
-    execution_id,
     plan,
     settle,
     still_pending,
 )
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
 from shared.execution.dispatch import Dispatcher
+from shared.execution.messages import deliveries_of
+from shared.storage.concurrency import optimistic_attempts
+from shared.storage.errors import ModifiedConcurrently
 from shared.storage.keys import jobs_partition
-from shared.storage.store import Store, Stored
+from shared.storage.store import Store, StoredJob
 
 log = logging.getLogger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
 # earlier than this goes back on the queue rather than hold a worker.
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
-_RECORD_ATTEMPTS = 8
 # Deliveries of grouped messages running at once, across messages. Each mostly waits (for
 # storage, its target, its follow-up's message); 128 and 256 ran no faster here, and 256 held
 # more memory (bench/results/pipeline.md, README).
@@ -63,10 +62,6 @@ SETTLING_DEFERRED_AT_MOST = 0.2
 # Jobs of one collection due at the same instant share one read of the collection's state, made
 # at or after that instant, while the read is younger than this.
 GATE_SHARED_FOR = timedelta(seconds=1)
-
-
-class RecordingFailed(RuntimeError):
-    """The outcome could not be written: the message fails and is delivered again."""
 
 
 class ExecutionWorker:
@@ -150,9 +145,9 @@ class ExecutionWorker:
 
     def _start(
         self, delivery: Delivery, *, redelivered: bool
-    ) -> tuple[Stored[JobId], Run, Outcome] | None:
+    ) -> tuple[StoredJob, Run, Outcome] | None:
         """Read the job, decide, and perform the action; what to record, if anything ran."""
-        for _ in range(_RECORD_ATTEMPTS):
+        for _ in optimistic_attempts():
             stored = self._store.job(delivery.job)
             gate = self._gates.state(delivery.job.collection, delivery.pending.due)
             now = self._clock()
@@ -180,8 +175,8 @@ class ExecutionWorker:
                     return None
                 continue
             break
-        else:
-            raise RecordingFailed(f"{_name(delivery)}: the job kept changing")
+        else:  # the message fails, and is delivered again
+            raise ModifiedConcurrently("job")
         if decided.postponed:
             log.warning(
                 "%s: %d occurrences missed; running the latest, %s",
@@ -190,10 +185,10 @@ class ExecutionWorker:
                 decided.attempt.expected,
             )
         outcome = self._actions.perform(
-            stored.document["definition"],
+            stored.document.definition,
             stored.id,
             decided.attempt,
-            region=stored.document.get("region", ""),
+            region=stored.document.region,
         )
         return stored, decided, outcome
 
@@ -213,10 +208,8 @@ class ExecutionWorker:
             self._sleep(early.total_seconds())
         return True
 
-    def _record(
-        self, delivery: Delivery, stored: Stored[JobId], run: Run, outcome: Outcome
-    ) -> None:
-        for _ in range(_RECORD_ATTEMPTS):
+    def _record(self, delivery: Delivery, stored: StoredJob, run: Run, outcome: Outcome) -> None:
+        for _ in optimistic_attempts():
             settlement = settle(stored.document, run, outcome, self._clock())
             if self._store.settle_job(stored, settlement.document, settlement.history):
                 self._dispatcher.dispatch_follow_ups(
@@ -232,7 +225,7 @@ class ExecutionWorker:
                 self._store.add_history(fresh.id, settlement.history[-1:])
                 return
             stored = fresh
-        raise RecordingFailed(f"{_name(delivery)}: the job kept changing")
+        raise ModifiedConcurrently("job")  # the message fails, and is delivered again
 
     def _give_up(self, delivery: Delivery, failure: Exception, deliveries: int) -> None:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""

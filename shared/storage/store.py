@@ -24,6 +24,7 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
 from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_document import JobDocument
 from shared.storage.concurrency import (
     CONTENDED_WRITE_ATTEMPTS,
     optimistic_attempts,
@@ -55,15 +56,20 @@ _HISTORY_MARK = "~"
 LARGEST_BATCH = 100
 
 Id = TypeVar("Id", CollectionId, JobId)
+Document = TypeVar("Document", dict[str, Any], JobDocument)
 
 
 @dataclass(frozen=True)
-class Stored(Generic[Id]):
+class Stored(Generic[Id, Document]):
     """A resource as stored: its id, its document, and the etag of that version."""
 
     id: Id
-    document: dict[str, Any]
+    document: Document
     etag: str
+
+
+StoredCollection = Stored[CollectionId, dict[str, Any]]
+StoredJob = Stored[JobId, JobDocument]
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,8 @@ class JobSlot:
     """A job's place in its collection as read for a write: the job (if any) and the job count
     (read only for a new job, or when asked for; empty otherwise)."""
 
-    current: Stored[JobId] | None
-    shards: dict[str, tuple[int, str]]  # counter row -> (jobs, etag); absent rows count 0
+    current: StoredJob | None
+    shards: dict[str, tuple[int, str | None]]  # counter row -> (jobs, etag); absent rows count 0
 
     @property
     def jobs_in_collection(self) -> int:
@@ -86,7 +92,7 @@ class Preconditions:
     if_match: str | None = None
     if_none_match: str | None = None
 
-    def check(self, current: Stored[Any] | None) -> None:
+    def check(self, current: Stored[Any, Any] | None) -> None:
         if self.if_none_match == "*" and current is not None:
             raise EtagMismatch()
         if self.if_match is None:
@@ -95,19 +101,31 @@ class Preconditions:
             raise EtagMismatch()
 
 
-class _Documents(Generic[Id]):
-    """One table of JSON documents, each in one entity with optimistic concurrency."""
+class _Documents(Generic[Id, Document]):
+    """One table of JSON documents, each in one entity with optimistic concurrency.
 
-    def __init__(self, table: TableClient, id_of: Callable[[Any], Id], kind: str) -> None:
-        self.table, self._id_of, self._kind = table, id_of, kind
+    `decode` reads a document from its JSON (the one place a stored job becomes a JobDocument).
+    """
 
-    def get(self, partition: str, row: str) -> Stored[Id] | None:
+    def __init__(
+        self,
+        table: TableClient,
+        id_of: Callable[[Any], Id],
+        decode: Callable[[dict[str, Any]], Document],
+        kind: str,
+    ) -> None:
+        self.table = table
+        self._id_of: Callable[[Any], Id] = id_of
+        self._decode: Callable[[dict[str, Any]], Document] = decode
+        self._kind = kind
+
+    def get(self, partition: str, row: str) -> Stored[Id, Document] | None:
         try:
             return self.from_entity(self.table.get_entity(partition, row))
         except ResourceNotFoundError:
             return None
 
-    def query(self, query: str, **parameters: str) -> Iterator[Stored[Id]]:
+    def query(self, query: str, **parameters: str) -> Iterator[Stored[Id, Document]]:
         for entity in self.table.query_entities(query, parameters=parameters):
             yield self.from_entity(entity)
 
@@ -120,7 +138,7 @@ class _Documents(Generic[Id]):
         document: dict[str, Any],
         preconditions: Preconditions,
         keep_from_current: tuple[str, ...] = (),
-    ) -> tuple[Stored[Id], bool]:
+    ) -> tuple[Stored[Id, Document], bool]:
         """Create or replace; returns what is now stored and whether it was created.
 
         `keep_from_current` names columns that a replace keeps from the stored entity (a name
@@ -164,10 +182,10 @@ class _Documents(Generic[Id]):
             raise ModifiedConcurrently(self._kind) from None
         return True
 
-    def from_entity(self, entity: Any, etag: str | None = None) -> Stored[Id]:
+    def from_entity(self, entity: Any, etag: str | None = None) -> Stored[Id, Document]:
         return Stored(
             id=self._id_of(entity),
-            document=json.loads(entity["Document"]),
+            document=self._decode(json.loads(entity["Document"])),
             etag=etag or entity.metadata["etag"],
         )
 
@@ -176,9 +194,11 @@ class Store:
     def __init__(self, service: TableServiceClient) -> None:
         self._service = service
         self._collections = _Documents(
-            service.get_table_client(COLLECTIONS_TABLE), _collection_id, "job collection"
+            service.get_table_client(COLLECTIONS_TABLE), _collection_id, dict, "job collection"
         )
-        self._jobs = _Documents(service.get_table_client(JOBS_TABLE), _job_id, "job")
+        self._jobs = _Documents(
+            service.get_table_client(JOBS_TABLE), _job_id, JobDocument.from_json, "job"
+        )
 
     @classmethod
     def from_connection_string(cls, connection_string: str) -> Store:
@@ -191,10 +211,10 @@ class Store:
 
     # --- collections ----------------------------------------------------------------------
 
-    def collection(self, collection: CollectionId) -> Stored[CollectionId] | None:
+    def collection(self, collection: CollectionId) -> StoredCollection | None:
         return self._collections.get(collection_partition(collection), collection_row(collection))
 
-    def existing_collection(self, collection: CollectionId) -> Stored[CollectionId]:
+    def existing_collection(self, collection: CollectionId) -> StoredCollection:
         """The collection, or NotFound."""
         stored = self.collection(collection)
         if stored is None:
@@ -203,7 +223,7 @@ class Store:
 
     def collections(
         self, subscription: str, resource_group: str | None = None
-    ) -> list[Stored[CollectionId]]:
+    ) -> list[StoredCollection]:
         """A subscription's collections, or one resource group's, in name order."""
         if resource_group is None:
             return list(self._collections.query("PartitionKey eq @pk", pk=table_key(subscription)))
@@ -217,7 +237,7 @@ class Store:
 
     def save_collection(
         self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
-    ) -> tuple[Stored[CollectionId], bool]:
+    ) -> tuple[StoredCollection, bool]:
         columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
@@ -246,17 +266,17 @@ class Store:
 
     # --- jobs -----------------------------------------------------------------------------
 
-    def job(self, job: JobId) -> Stored[JobId] | None:
+    def job(self, job: JobId) -> StoredJob | None:
         return self._jobs.get(job_partition(job), job_row(job))
 
-    def existing_job(self, job: JobId) -> Stored[JobId]:
+    def existing_job(self, job: JobId) -> StoredJob:
         """The job, or NotFound."""
         stored = self.job(job)
         if stored is None:
             raise NotFound("job", job.arm_name)
         return stored
 
-    def jobs(self, collection: CollectionId, state: str | None = None) -> list[Stored[JobId]]:
+    def jobs(self, collection: CollectionId, state: str | None = None) -> list[StoredJob]:
         """The jobs of a collection in name order, optionally only those in one state."""
         query = "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
         parameters = {
@@ -281,7 +301,7 @@ class Store:
             return JobSlot(current, {})
         return JobSlot(current, self._counters(job_partition(job)))
 
-    def _counters(self, partition: str) -> dict[str, tuple[int, str]]:
+    def _counters(self, partition: str) -> dict[str, tuple[int, str | None]]:
         rows = self._jobs.table.query_entities(
             "PartitionKey eq @pk and RowKey ge @first and RowKey lt @after",
             parameters={"pk": partition, "first": COUNTER_PREFIX, "after": _AFTER_COUNTERS},
@@ -291,11 +311,11 @@ class Store:
     def save_job(
         self,
         job: JobId,
-        document: dict[str, Any],
+        document: JobDocument,
         preconditions: Preconditions,
         slot: JobSlot,
         max_jobs: int | None = None,
-    ) -> tuple[Stored[JobId], bool]:
+    ) -> tuple[StoredJob, bool]:
         """Create or replace a job; a new one counts against `max_jobs` (QuotaExceeded).
 
         `slot` is what the caller read with `job_slot`; if another writer got there first, the
@@ -397,7 +417,7 @@ class Store:
     def _delete_history(self, job: JobId) -> None:
         self.remove_history(job, self.history_ids(job))
 
-    def all_collections(self) -> Iterator[Stored[CollectionId]]:
+    def all_collections(self) -> Iterator[StoredCollection]:
         """Every collection of every subscription (for maintenance, not for requests)."""
         for entity in self._collections.table.list_entities():
             yield self._collections.from_entity(entity)
@@ -413,7 +433,7 @@ class Store:
             )
         except ResourceNotFoundError:
             return None
-        return gate["State"]
+        return str(gate["State"])
 
     def set_collection_state(self, collection: CollectionId, state: str) -> None:
         """Record the state the executor checks before running any job of the collection."""
@@ -424,8 +444,8 @@ class Store:
 
     def settle_job(
         self,
-        stored: Stored[JobId],
-        document: dict[str, Any],
+        stored: StoredJob,
+        document: JobDocument,
         history: list[tuple[str, dict[str, Any]]],
     ) -> bool:
         """Write a job's new document and history entries if the job is as `stored` read it.
@@ -446,25 +466,22 @@ class Store:
             return False
         return True
 
-    def replace_jobs(self, jobs: Iterable[Stored[JobId]]) -> None:
+    def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches."""
         submit_batches(self._jobs.table, (_replacement(stored) for stored in jobs))
 
 
-def _replacement(stored: Stored[JobId]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _replacement(stored: StoredJob) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
     entity = {
         "PartitionKey": job_partition(stored.id),
         "RowKey": job_row(stored.id),
-        "State": stored.document["definition"]["state"],
-        "Document": _json(stored.document),
+        **_job_columns(stored.document),
     }
     return "update", entity, {"mode": UpdateMode.MERGE, **_unchanged_since(stored.etag)}
 
 
-def _job_entity(
-    job: JobId, document: dict[str, Any], current: Stored[JobId] | None
-) -> dict[str, Any]:
+def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> dict[str, Any]:
     # A replaced job keeps the names' case from when it was created.
     names = current.id if current is not None else job
     return {
@@ -474,9 +491,14 @@ def _job_entity(
         "ResourceGroup": names.collection.resource_group,
         "Collection": names.collection.name,
         "Name": names.name,
-        "State": document["definition"]["state"],
-        "Document": _json(document),
+        **_job_columns(document),
     }
+
+
+def _job_columns(document: JobDocument) -> dict[str, str]:
+    """A job document as table columns: whole, as JSON, and its state (which listings filter
+    on). A stored job is read back with `JobDocument.from_json`."""
+    return {"State": document.state.value, "Document": _json(document.to_json())}
 
 
 def _count_change(job: JobId, slot: JobSlot, change: int) -> tuple[Any, ...]:
@@ -500,7 +522,7 @@ def _unchanged_since(etag: str) -> dict[str, Any]:
     return {"etag": etag, "match_condition": MatchConditions.IfNotModified}
 
 
-def _keys_of(stored: Stored[JobId]) -> dict[str, str]:
+def _keys_of(stored: StoredJob) -> dict[str, str]:
     return {"PartitionKey": job_partition(stored.id), "RowKey": job_row(stored.id)}
 
 

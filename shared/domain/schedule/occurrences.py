@@ -1,10 +1,11 @@
 """When a job runs: its first occurrence, the next one after any instant, a preview, completion.
 
-The semantics are SPEC.md section 3. dateutil's rrule expands a recurrence's schedule within
-each period exactly as the spec reads (the schedule restricts and extends), but it always
-iterates from its start: a minute job anchored ten years ago would cost millions of steps per
-question. So every search begins with an rrule whose start is moved, by arithmetic, to the
-period of the grid that holds the instant asked about; the cost does not grow with the job's age.
+The semantics are docs/behaviour.md#recurrence. dateutil's rrule expands a recurrence's
+schedule within each period exactly as those rules read (the schedule restricts and extends),
+but it always iterates from its start: a minute job anchored ten years ago would cost millions
+of steps per question. So every search begins with an rrule whose start is moved, by arithmetic,
+to the period of the grid that holds the instant asked about; the cost does not grow with the
+job's age.
 
 Schedules are evaluated on the wall clock of `recurrence.timeZone` (UTC when absent).
 """
@@ -17,14 +18,16 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
-from typing import Any
+from typing import Any, Literal
 
 from dateutil import rrule as rr
 
 from shared.domain.schedule.recurrence import Frequency, Recurrence
 from shared.domain.schedule.timezones import instant_at, wall_time, zone_named
 
-_RRULE_FREQUENCY = {
+# rrule's frequencies (YEARLY 0 ... SECONDLY 6) are literal ints to its type stubs.
+_RRuleFrequency = Literal[0, 1, 2, 3, 4, 5, 6]
+_RRULE_FREQUENCY: dict[Frequency, _RRuleFrequency] = {
     Frequency.MINUTE: rr.MINUTELY,
     Frequency.HOUR: rr.HOURLY,
     Frequency.DAY: rr.DAILY,
@@ -63,7 +66,7 @@ class Occurrences:
 
     @functools.cached_property
     def first(self) -> datetime | None:
-        """The first occurrence (startTime table of SPEC.md); None if there is none."""
+        """The first occurrence (docs/behaviour.md#starttime); None if there is none."""
         if self._grid is None:
             return (
                 self.created_at
@@ -102,14 +105,17 @@ class Occurrences:
             following = self.next_after(following)
         return found
 
+    def count_reached(self, passed: int) -> bool:
+        """Whether `passed` occurrences are all the definition allows (one, without recurrence)."""
+        if self.recurrence is None:
+            return passed >= 1
+        return self.recurrence.count is not None and passed >= self.recurrence.count
+
     def is_complete(self, executions_done: int, last_occurrence: datetime) -> bool:
         """Whether nothing is left to run after `executions_done`, the last at `last_occurrence`."""
-        if self.recurrence is None:
-            return executions_done >= 1
-        count = self.recurrence.count
-        if count is not None and executions_done >= count:
+        if self.count_reached(executions_done):
             return True
-        return self.next_after(last_occurrence) is None
+        return self.recurrence is not None and self.next_after(last_occurrence) is None
 
     def shortest_gap(self, sample: int = 200) -> timedelta | None:
         """The shortest time between two consecutive occurrences among the first `sample`.
@@ -272,7 +278,7 @@ class _Grid:
 def _hours_and_minutes(
     recurrence: Recurrence, anchor: datetime
 ) -> tuple[list[int] | None, list[int] | None]:
-    """The hours and minutes a schedule runs at, with SPEC.md's defaults; None means any."""
+    """The hours and minutes a schedule runs at, with the documented defaults; None means any."""
     frequency = recurrence.frequency
     schedule = recurrence.schedule
     listed_minutes = schedule.minutes if schedule else None
@@ -297,7 +303,8 @@ def _hours_and_minutes(
 
 
 def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
-    """The days a day-or-coarser grid runs on, as rrule arguments with SPEC.md's defaults.
+    """The days a day-or-coarser grid runs on, as rrule arguments with the documented defaults
+    (docs/behaviour.md#days-without-a-schedule).
 
     rrule would fill missing ones from its start, which here is not the anchor, so every rule
     is spelled out.
@@ -305,7 +312,7 @@ def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
     schedule = recurrence.schedule
     if recurrence.frequency is Frequency.WEEK:
         days = schedule.week_days if schedule and schedule.week_days else None
-        return {"byweekday": sorted({day.index for day in days}) if days else anchor.weekday()}
+        return {"byweekday": sorted({day.weekday for day in days}) if days else anchor.weekday()}
     if recurrence.frequency is Frequency.MONTH:
         return _month_day_rules(recurrence, anchor)
     if recurrence.frequency is Frequency.YEAR:
@@ -327,7 +334,7 @@ def _month_day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]
         # spec means either; "every Friday" is spelled as the first to fifth Friday instead.
         rules["byweekday"] = sorted(
             {
-                _RRULE_WEEKDAY[weekday.day.index](nth)
+                _RRULE_WEEKDAY[weekday.day.weekday](nth)
                 for weekday in weekdays
                 for nth in (
                     (weekday.occurrence,) if weekday.occurrence else _NTH_WEEKDAYS_OF_A_MONTH

@@ -1,4 +1,6 @@
-"""A job's recurrence as the API writes it, and the rules a valid one obeys (SPEC.md section 3).
+"""A job's recurrence as the API writes it, and the rules a valid one obeys.
+
+See docs/behaviour.md#recurrence.
 
 The models check the shape of each value (types, per-value ranges); `timing_problems` checks the
 rules that join several values (what goes with which frequency, interval maxima, how far ahead a
@@ -40,11 +42,12 @@ class DayOfWeek(WireEnum):
     SUNDAY = "Sunday"
 
     @property
-    def index(self) -> int:
-        return _DAY_INDEX[self]
+    def weekday(self) -> int:
+        """The day as Python's `date.weekday()` numbers it: Monday 0, Sunday 6."""
+        return _WEEKDAY[self]
 
 
-_DAY_INDEX = {day: position for position, day in enumerate(DayOfWeek)}
+_WEEKDAY = {day: position for position, day in enumerate(DayOfWeek)}
 
 MAX_INTERVAL = {
     Frequency.MINUTE: 1000,
@@ -52,7 +55,7 @@ MAX_INTERVAL = {
     Frequency.DAY: 548,  # these three are 18 months, the longest recurrence span
     Frequency.WEEK: 78,
     Frequency.MONTH: 18,
-    Frequency.YEAR: 1,  # Decision in SPEC.md: a longer span than 18 months is not allowed
+    Frequency.YEAR: 1,  # Decision: no span beyond 18 months (behaviour.md#frequency-and-interval)
 }
 
 LONGEST_WAIT_FOR_START = relativedelta(months=18)
@@ -154,7 +157,7 @@ def timing_problems(
 
 
 def recurrence_problems(recurrence: Recurrence) -> list[FieldError]:
-    """Every rule of SPEC.md section 3 that joins several values of a recurrence."""
+    """Every recurrence rule that joins several values of a recurrence."""
     frequency = recurrence.frequency
     problems = []
     if recurrence.interval > MAX_INTERVAL[frequency]:

@@ -1,4 +1,4 @@
-"""Job collections over HTTP, against the local host on Azurite (SPEC.md sections 1 and 2)."""
+"""Job collections over HTTP, against the local host on Azurite (docs/behaviour.md#resources, #collections)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every recurrence rule of SPEC.md section 3, with the message a client gets when it is broken."""
+"""Every recurrence rule of docs/behaviour.md#recurrence, with the message a client gets when it is broken."""
 
 from __future__ import annotations
 

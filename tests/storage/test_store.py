@@ -5,14 +5,17 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
 from shared.domain.ids import CollectionId, JobId
-from shared.storage.store import Preconditions, QuotaExceeded, Store
+from shared.domain.job_document import JobDocument
+from shared.storage.errors import QuotaExceeded
+from shared.storage.store import Preconditions, Store
 
 WRITERS = 8
-DOCUMENT = {"definition": {"state": "Enabled"}, "status": {}, "definedAt": "2026-11-22T00:00:00Z"}
+DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 
 @pytest.fixture(scope="module")

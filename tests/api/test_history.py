@@ -10,8 +10,7 @@ import httpx
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
 from shared.storage.store import Store
-from tests.conftest import Service
-from tests.test_api_jobs import (
+from tests.api.test_jobs import (
     SUBSCRIPTION,
     collection_path,
     http_job,
@@ -19,6 +18,7 @@ from tests.test_api_jobs import (
     new_collection,
     put_job,
 )
+from tests.conftest import Service
 
 
 def entry(status: str, expected: datetime, retry: int = 0) -> dict[str, object]:

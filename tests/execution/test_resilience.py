@@ -26,6 +26,7 @@ from shared.domain.wire import iso, parse_iso
 from tests.conftest import API_VERSION, launch_host
 from tests.targets import Target
 
+pytestmark = pytest.mark.services  # it starts an Azurite and hosts of its own
 CHAOS_JOBS = 100
 OCCURRENCES = 3
 STEADY_JOBS = 10

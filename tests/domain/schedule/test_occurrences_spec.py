@@ -1,4 +1,4 @@
-"""SPEC.md section 3, table by table: the startTime rules, every schedule example, the seed's examples.
+"""The recurrence rules of docs/behaviour.md, table by table: the startTime rules, every schedule example, the seed's examples.
 
 Expected times are written out by hand from the spec's words, never computed. Unless a case says
 otherwise, the job starts on Monday 2026-06-01 at 09:00 UTC and is defined at that moment.

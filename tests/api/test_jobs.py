@@ -1,4 +1,4 @@
-"""Jobs over HTTP, against the local host on Azurite (SPEC.md sections 1, 2 and 5)."""
+"""Jobs over HTTP, against the local host on Azurite (docs/behaviour.md#resources, #jobs, #extensions)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
 from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobState
 from shared.storage.store import Preconditions, Store
 from tests.conftest import Service
 
@@ -357,8 +358,7 @@ def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
     slot = store.job_slot(job)
     assert slot.current is not None
-    document = slot.current.document | {"definition": slot.current.document["definition"] | {"state": "Completed"}}
-    store.save_job(job, document, Preconditions(), slot)
+    store.save_job(job, slot.current.document.with_state(JobState.COMPLETED), Preconditions(), slot)
     for attempt in (api.put(job_path(collection, name), json=http_job()),
                     api.patch(job_path(collection, name), json={"properties": {"state": "Enabled"}})):  # fmt: skip
         assert attempt.status_code == 409

@@ -1,14 +1,16 @@
-"""Retention (SPEC.md limits): 60 days and 1,000 entries of history; finished jobs for 60 days."""
+"""Retention (docs/behaviour.md#retention): 60 days and 1,000 entries of history; finished jobs for 60 days."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from shared.domain import history
 from shared.domain.attempts import Attempt
 from shared.domain.collection import CollectionBody, new_collection
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
-from shared.domain.job_document import expired
+from shared.domain.job_definition import JobState
+from shared.domain.job_document import JobDocument
 from shared.execution.clean_up import clean_up
 from shared.storage.store import Preconditions
 from tests.pipeline import START, Pipeline
@@ -31,10 +33,11 @@ def test_history_beyond_the_last_1000_entries_or_60_days_goes() -> None:
 
 
 def test_finished_jobs_expire_60_days_after_they_ended() -> None:
-    ended = {"definition": {"state": "Completed"}, "endedAt": (NOW - KEPT_FOR).isoformat()}
-    assert expired(ended, NOW)
-    assert not expired(ended, NOW - timedelta(seconds=1))
-    assert not expired({"definition": {"state": "Enabled"}}, NOW)
+    enabled = JobDocument({"state": "Enabled"}, NOW - 2 * KEPT_FOR)
+    ended = replace(enabled.with_state(JobState.COMPLETED), ended_at=NOW - KEPT_FOR)
+    assert ended.expired(NOW)
+    assert not ended.expired(NOW - timedelta(seconds=1))
+    assert not enabled.expired(NOW)
 
 
 def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> None:
@@ -49,15 +52,15 @@ def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> 
     entries = [(entry_id, {"status": "Completed"}) for entry_id in ids_every_hour(1100)]
     pipeline.store.add_history(busy, entries)
     stored = pipeline.job(busy)
-    assert pipeline.store.settle_job(stored, {**stored.document, "historyCount": 1100}, [])
+    assert pipeline.store.settle_job(stored, replace(stored.document, history_count=1100), [])
     finished = pipeline.put_job("finished", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}}})
     pipeline.advance(timedelta(seconds=1))
-    assert pipeline.job(finished).document["definition"]["state"] == "Completed"
+    assert pipeline.job(finished).document.definition["state"] == "Completed"
 
     clean_up(pipeline.store, NOW)  # the finished job ended moments ago: it stays
     assert pipeline.store.job(finished) is not None
     assert pipeline.store.history_ids(busy) == [entry_id for entry_id, _ in entries[:MOST_HISTORY]]
-    assert pipeline.job(busy).document["historyCount"] == MOST_HISTORY
+    assert pipeline.job(busy).document.history_count == MOST_HISTORY
 
     later = NOW + timedelta(days=61)
     clean_up(pipeline.store, later)

@@ -88,7 +88,7 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
     schedule = client.jobs.get(GROUP, name, "report").properties.recurrence.schedule
     assert schedule.monthly_occurrences[0].day == "Friday"
     # Known gap: the SDK's model reads "Occurrence" (capital O, as the published API description
-    # spells it); SPEC.md has responses use the documented "occurrence", so the SDK sees None.
+    # spells it); our responses use the documented "occurrence", so the SDK sees None.
     # Writing works either way, since names are matched in any case.
     assert schedule.monthly_occurrences[0].occurrence is None
 

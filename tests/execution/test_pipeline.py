@@ -1,4 +1,4 @@
-"""Jobs run (SPEC.md section 4): due index, timer tick, queue, executor, history, on real Azurite
+"""Jobs run (docs/behaviour.md#execution): due index, timer tick, queue, executor, history, on real Azurite
 and real HTTP targets, with the clock in the test's hands."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
-from shared.domain.wire import iso, parse_iso
+from shared.domain.wire import parse_iso
 from shared.execution.dispatch import Dispatcher
 from shared.execution.worker import _SharedGateReads
 from shared.storage.store import Preconditions, Store
@@ -62,9 +62,9 @@ def test_a_one_off_job_runs_once_with_its_identity_and_completes(pipeline: Pipel
     assert entry["status"] == "Completed"
     assert "'200 OK'" in entry["message"]
     assert entry["message"].endswith("done")
-    properties = pipeline.job(job).document
-    assert properties["definition"]["state"] == "Completed"
-    assert properties["status"]["executionCount"] == 1
+    document = pipeline.job(job).document
+    assert document.definition["state"] == "Completed"
+    assert document.status.execution_count == 1
     assert pipeline.advance(timedelta(hours=1)) == 0
 
 
@@ -77,8 +77,8 @@ def test_a_recurring_job_runs_every_occurrence_then_completes_at_count(pipeline:
     expected = [call.headers["x-ms-scheduler-expected-execution-time"] for call in calls]
     assert expected == [(START + n * MINUTE).isoformat().replace("+00:00", "Z") for n in range(3)]
     document = pipeline.job(job).document
-    assert document["definition"]["state"] == "Completed"
-    assert document["status"]["executionCount"] == 3
+    assert document.definition["state"] == "Completed"
+    assert document.status.execution_count == 3
     assert [entry["repeatCount"] for entry in pipeline.history(job)] == [1, 2, 3]
 
 
@@ -105,10 +105,10 @@ def test_a_failing_target_is_retried_per_policy_then_the_error_action_runs(pipel
         ("ErrorAction", "Completed", 0),
     ]  # fmt: skip
     assert "'503 Service Unavailable'" in history[0]["message"]
-    status = pipeline.job(job).document["status"]
-    assert (status["executionCount"], status["failureCount"], status["faultedCount"]) == (3, 3, 1)
+    status = pipeline.job(job).document.status
+    assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 3, 1)
     # Its only occurrence faulted: a one-off job ends Faulted (README, execution decisions).
-    assert pipeline.job(job).document["definition"]["state"] == "Faulted"
+    assert pipeline.job(job).document.definition["state"] == "Faulted"
 
 
 def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, target: Target) -> None:
@@ -140,7 +140,7 @@ def test_a_redefined_job_never_runs_the_old_action(pipeline: Pipeline, target: T
     pipeline.advance(MINUTE)
     assert len(target.received("/old")) == 1
     assert len(target.received("/new")) == 1
-    assert pipeline.job(job).document["status"]["executionCount"] == 2  # the counts carry over
+    assert pipeline.job(job).document.status.execution_count == 2  # the counts carry over
 
 
 def test_a_deleted_job_stops_at_once(pipeline: Pipeline, target: Target) -> None:
@@ -159,7 +159,7 @@ def test_disabling_and_enabling_resumes_without_a_catch_up_burst(pipeline: Pipel
     pipeline.advance(timedelta(minutes=1, seconds=30))
     assert len(target.received("/paused")) == 1
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
-    assert "nextExecutionTime" not in pipeline.job(job).document["status"]
+    assert "nextExecutionTime" not in pipeline.job(job).document.status.to_wire()
     pipeline.advance(timedelta(minutes=10))
     assert len(target.received("/paused")) == 1
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock())
@@ -338,7 +338,7 @@ def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipelin
     now = pipeline.clock()
 
     def follow_up(n: int, due: Any) -> Delivery:
-        return Delivery(JobId(pipeline.collection, f"job-{n}"), iso(now), Pending(Attempt(due), due))
+        return Delivery(JobId(pipeline.collection, f"job-{n}"), now, Pending(Attempt(due), due))
 
     # Due now (and 3 s ago): visible at once, for the test to look at.
     same_second = [follow_up(n, now) for n in range(8)]

@@ -1,56 +1,42 @@
-"""What the executor decides and records, from SPEC.md section 4: pure, on a fixed clock."""
+"""What the executor decides and records, from the behaviour reference's execution rules:
+pure, on a fixed clock."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from shared.domain.attempts import (
-    Attempt,
-    Delivery,
-    NotYet,
-    Outcome,
-    Park,
-    Pending,
-    Resend,
-    Run,
-    Skip,
-    defined_document,
-    deliveries_of,
-    message_of,
-    pending_of,
-    plan,
-    resumed,
-    settle,
-)
+from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.collection import SkuName
+from shared.domain.decisions import NotYet, Outcome, Park, Resend, Run, Skip, plan, resumed, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName, JobBody
-from shared.domain.job_document import stored_definition
-from shared.domain.wire import iso
+from shared.domain.job_document import JobDocument, stored_definition
+from shared.execution.messages import deliveries_of, message_of
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 HTTP = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}
 
 
-def document(defined_at: datetime = T0, **properties: Any) -> dict[str, Any]:
+def document(defined_at: datetime = T0, **properties: Any) -> JobDocument:
     body = JobBody.model_validate({"properties": {"action": HTTP} | properties})
-    return defined_document(stored_definition(body.properties, sku=SkuName.STANDARD), defined_at)[0]
+    return JobDocument.defined(stored_definition(body.properties, sku=SkuName.STANDARD), defined_at)
 
 
 def every_minute(**extra: Any) -> dict[str, Any]:
     return {"recurrence": {"frequency": "Minute", "interval": 1, **extra}}
 
 
-def delivery_of(doc: dict[str, Any], sent_at: datetime | None = None, index: int = 0) -> Delivery:
-    return Delivery(JOB, doc["definedAt"], pending_of(doc)[index], sent_at)
+def delivery_of(doc: JobDocument, sent_at: datetime | None = None, index: int = 0) -> Delivery:
+    return Delivery(JOB, doc.defined_at, doc.pending[index], sent_at)
 
 
-def decide(doc: dict[str, Any] | None, delivery: Delivery, now: datetime, *, state: str | None = None,
+def decide(doc: JobDocument | None, delivery: Delivery, now: datetime, *, state: str | None = None,
            redelivered: bool = False) -> Any:  # fmt: skip
     return plan(doc, state, delivery, now=now, redelivered=redelivered)
 
@@ -59,7 +45,7 @@ def outcome(succeeded: bool, at: datetime) -> Outcome:
     return Outcome(succeeded, at, at + timedelta(milliseconds=20), "Http Action - Response ...")
 
 
-def run_once(doc: dict[str, Any], now: datetime, succeeded: bool = True) -> Any:
+def run_once(doc: JobDocument, now: datetime, succeeded: bool = True) -> Any:
     """Deliver the job's first pending attempt at `now`, perform it, and settle."""
     decided = decide(doc, delivery_of(doc), now)
     assert isinstance(decided, Run)
@@ -71,10 +57,10 @@ def run_once(doc: dict[str, Any], now: datetime, succeeded: bool = True) -> Any:
 
 def test_an_on_time_occurrence_runs_and_the_next_one_is_scheduled() -> None:
     doc = document(**every_minute())
-    assert [entry.due for entry in pending_of(doc)] == [T0]
+    assert [entry.due for entry in doc.pending] == [T0]
     settled = run_once(doc, T0)
     assert [entry.attempt for entry in settled.follow_ups] == [Attempt(T0 + timedelta(minutes=1))]
-    status = settled.document["status"]
+    status = settled.document.status.to_wire()
     assert status["executionCount"] == 1
     assert status["failureCount"] == 0
     assert status["lastExecutionTime"] == "2026-11-22T10:00:00Z"
@@ -89,25 +75,25 @@ def test_an_on_time_occurrence_runs_and_the_next_one_is_scheduled() -> None:
 def test_a_one_off_job_completes_after_its_run() -> None:
     settled = run_once(document(), T0)
     assert settled.follow_ups == []
-    assert settled.document["definition"]["state"] == "Completed"
-    assert "nextExecutionTime" not in settled.document["status"]
-    assert settled.document["pending"] == []
+    assert settled.document.definition["state"] == "Completed"
+    assert "nextExecutionTime" not in settled.document.status.to_wire()
+    assert settled.document.pending == ()
 
 
 def test_count_completes_the_job_after_that_many_occurrences() -> None:
     doc = document(**every_minute(count=2))
     doc = run_once(doc, T0).document
-    assert doc["definition"]["state"] == "Enabled"
+    assert doc.definition["state"] == "Enabled"
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc["definition"]["state"] == "Completed"
-    assert doc["status"]["executionCount"] == 2
+    assert doc.definition["state"] == "Completed"
+    assert doc.status.execution_count == 2
 
 
 def test_end_time_completes_the_job_at_its_last_occurrence() -> None:
     doc = document(**every_minute(endTime="2026-11-22T10:01:30Z"))
     doc = run_once(doc, T0).document
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc["definition"]["state"] == "Completed"
+    assert doc.definition["state"] == "Completed"
 
 
 # --- duplicates, changes, states --------------------------------------------------------------
@@ -156,40 +142,39 @@ def test_a_message_sent_just_before_its_write_waits_for_it() -> None:
 def test_a_job_that_is_off_is_parked_and_forgets_the_attempt(job_state: str, collection_state: str | None) -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
-    doc["definition"]["state"] = job_state
+    doc = replace(doc, definition=doc.definition | {"state": job_state})
     decided = decide(doc, delivered, T0, state=collection_state)
     assert isinstance(decided, Park)
-    assert decided.document["pending"] == []
+    assert decided.document.pending == ()
 
 
 def test_enabling_resumes_at_the_next_future_occurrence_without_catch_up() -> None:
     doc = document(**every_minute())
-    doc["pending"] = []
+    doc = replace(doc, pending=())
     later = T0 + timedelta(hours=3, seconds=20)
     resumed_doc, added = resumed(doc, later)
     assert [entry.attempt for entry in added] == [Attempt(T0 + timedelta(hours=3, minutes=1))]
-    assert resumed_doc["status"]["nextExecutionTime"] == "2026-11-22T13:01:00Z"
+    assert resumed_doc.status.to_wire()["nextExecutionTime"] == "2026-11-22T13:01:00Z"
     assert resumed(resumed_doc, later)[1] == []  # it waits already: nothing sent twice
 
 
 def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> None:
     doc = document(**every_minute())
-    doc["definition"]["state"] = "Disabled"
     now = T0 + timedelta(seconds=7)
     run_now = Pending(Attempt(now, run_now=True), now)
-    doc["pending"].append(run_now.to_wire())
-    decided = decide(doc, Delivery(JOB, doc["definedAt"], run_now), now)
+    doc = replace(doc, definition=doc.definition | {"state": "Disabled"}, pending=(*doc.pending, run_now))
+    decided = decide(doc, Delivery(JOB, doc.defined_at, run_now), now)
     assert isinstance(decided, Run)
     settled = settle(doc, decided, outcome(True, now), now)
     assert settled.follow_ups == []
-    assert [Pending.from_wire(entry) for entry in settled.document["pending"]] == pending_of(doc)[:1]
+    assert settled.document.pending == doc.pending[:1]
     assert settled.history[0][1]["repeatCount"] == 0
 
 
 # --- retries and errorAction ------------------------------------------------------------------
 
 
-def retrying(count: int, error_action: bool = True) -> dict[str, Any]:
+def retrying(count: int, error_action: bool = True) -> JobDocument:
     action = HTTP | {"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": count}}
     if error_action:
         action |= {"errorAction": {"type": "Http", "request": {"uri": "https://example.org/err", "method": "POST"}}}
@@ -212,13 +197,13 @@ def test_failed_attempts_are_retried_per_policy_then_the_error_action_runs() -> 
         assert settled.history[-1][1]["retryCount"] == retry
         assert settled.history[-1][1]["status"] == "Failed"
         now = follow_up.due
-    status = doc["status"]
-    assert (status["executionCount"], status["failureCount"], status["faultedCount"]) == (3, 3, 1)
+    status = doc.status
+    assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 3, 1)
     settled = run_once(doc, now)  # the error action succeeds
     [entry] = [entry for _, entry in settled.history]
     assert entry["actionName"] == "ErrorAction"
     assert [follow_up.attempt for follow_up in settled.follow_ups] == [Attempt(T0 + timedelta(minutes=1))]
-    assert settled.document["status"]["executionCount"] == 3  # the error action is not an execution
+    assert settled.document.status.execution_count == 3  # the error action is not an execution
 
 
 def test_every_attempt_has_its_own_history_entry_newest_first() -> None:
@@ -236,8 +221,8 @@ def test_every_attempt_has_its_own_history_entry_newest_first() -> None:
 def test_a_one_off_job_that_fails_without_retries_is_faulted() -> None:
     action = HTTP | {"retryPolicy": {"retryType": "None"}}
     settled = run_once(document(action=action), T0, succeeded=False)
-    assert settled.document["definition"]["state"] == "Faulted"
-    assert settled.document["status"]["faultedCount"] == 1
+    assert settled.document.definition["state"] == "Faulted"
+    assert settled.document.status.faulted_count == 1
 
 
 # --- missed occurrences -----------------------------------------------------------------------
@@ -253,8 +238,8 @@ def test_missed_occurrences_run_once_for_the_latest_and_the_rest_are_postponed()
     settled = settle(doc, decided, outcome(True, now), now)
     statuses = [entry["status"] for _, entry in settled.history]
     assert statuses == ["Postponed"] * 30 + ["Completed"]
-    assert settled.document["occurrences"] == 31
-    assert settled.document["status"]["executionCount"] == 1
+    assert settled.document.occurrences == 31
+    assert settled.document.status.execution_count == 1
     assert [entry.due for entry in settled.follow_ups] == [T0 + timedelta(minutes=31)]
 
 
@@ -263,7 +248,7 @@ def test_missed_occurrences_stop_at_count() -> None:
     decided = decide(doc, delivery_of(doc), T0 + timedelta(minutes=30))
     assert decided.attempt.expected == T0 + timedelta(minutes=2)
     settled = settle(doc, decided, outcome(True, T0), T0 + timedelta(minutes=30))
-    assert settled.document["definition"]["state"] == "Completed"
+    assert settled.document.definition["state"] == "Completed"
 
 
 def test_an_occurrence_a_little_late_is_not_a_missed_one() -> None:
@@ -280,8 +265,8 @@ def test_messages_round_trip() -> None:
 
 
 def test_deliveries_due_in_one_second_travel_in_one_message() -> None:
-    first = Delivery(JOB, iso(T0), Pending(Attempt(T0), T0))
-    second = Delivery(JobId(JOB.collection, "other"), iso(T0), Pending(Attempt(T0), T0))
+    first = Delivery(JOB, T0, Pending(Attempt(T0), T0))
+    second = Delivery(JobId(JOB.collection, "other"), T0, Pending(Attempt(T0), T0))
     assert message_of([first]) == first.to_message()  # one alone keeps the single shape
     assert deliveries_of(message_of([first])) == [first]
     grouped = message_of([first, second])
