@@ -1,0 +1,58 @@
+"""The action performers behind one interface, looked up by the action's type."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.actions import Actions
+from shared.domain.attempts import Attempt
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import ActionName, ActionType
+
+JOB = JobId(CollectionId("sub", "group", "jc"), "job")
+AT = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+
+
+class Recording:
+    """A performer that notes what it was asked to do."""
+
+    def __init__(self, succeeds: bool = True) -> None:
+        self.performed: list[tuple[str, str]] = []
+        self.closed = 0
+        self._succeeds = succeeds
+
+    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
+        self.performed.append((action["type"], region))
+        return self._succeeds, f"performed {action['type']}"
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_each_type_goes_to_its_performer_and_an_error_action_to_the_error_actions() -> None:
+    http, queue = Recording(), Recording(succeeds=False)
+    actions = Actions(lambda: AT, {ActionType.HTTP: http, ActionType.STORAGE_QUEUE: queue})
+    definition = {"action": {"type": "Http", "errorAction": {"type": "StorageQueue"}}}
+    main = actions.perform(definition, JOB, Attempt(AT), region="westeurope")
+    fallback = actions.perform(definition, JOB, Attempt(AT, action=ActionName.ERROR_ACTION))
+    assert (main.succeeded, main.message) == (True, "performed Http")
+    assert (fallback.succeeded, fallback.message) == (False, "performed StorageQueue")
+    assert http.performed == [("Http", "westeurope")]
+    assert queue.performed == [("StorageQueue", "")]
+
+
+def test_a_type_without_a_performer_is_a_failed_attempt_not_another_types_call() -> None:
+    service_bus = Recording()
+    actions = Actions(lambda: AT, {ActionType.SERVICE_BUS_QUEUE: service_bus})
+    outcome = actions.perform({"action": {"type": "Ftp"}}, JOB, Attempt(AT))
+    assert not outcome.succeeded
+    assert outcome.message == "The action could not be performed: no performer for type Ftp"
+    assert service_bus.performed == []
+
+
+def test_a_performer_of_several_types_is_closed_once() -> None:
+    service_bus = Recording()
+    actions = Actions(lambda: AT, {ActionType.SERVICE_BUS_QUEUE: service_bus, ActionType.SERVICE_BUS_TOPIC: service_bus})
+    actions.close()
+    assert service_bus.closed == 1

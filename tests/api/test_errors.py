@@ -1,0 +1,34 @@
+"""The one mapping from the errors of the layers below to the API's ARM errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.api.errors import MissingApiVersion, arm_error
+from shared.domain.problems import InvalidRequest, Refused
+from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "code", "message"),
+    [
+        (InvalidRequest.because("properties.action", "is required"), 400, "BadRequest", "properties.action: is required"),
+        (Refused("The job 'x' is Completed, a final state"), 409, "Conflict", "The job 'x' is Completed, a final state"),
+        (NotFound("job", "jc/nightly"), 404, "ResourceNotFound", "The job 'jc/nightly' was not found."),
+        (ModifiedConcurrently("job"), 409, "Conflict", "The job is being changed by other requests; try again."),
+        (EtagMismatch(), 412, "PreconditionFailed", "The resource has changed since it was read: its ETag does not match If-Match."),
+        (QuotaExceeded(5), 409, "Conflict", "The job collection already holds 5 jobs, its quota maxJobCount; delete a job or raise the quota."),
+    ],
+    ids=["invalid", "refused", "not-found", "modified-concurrently", "etag-mismatch", "quota-exceeded"],
+)
+def test_each_failure_of_a_lower_layer_has_its_arm_error(failure: Exception, status: int, code: str, message: str) -> None:
+    error = arm_error(failure)
+    assert error is not None
+    assert (error.status, error.code, error.message) == (status, code, message)
+    assert error.envelope == {"error": {"code": code, "message": message}}
+
+
+def test_arm_errors_pass_through_and_faults_of_our_own_have_none() -> None:
+    missing = MissingApiVersion(["2016-03-01"])
+    assert arm_error(missing) is missing
+    assert arm_error(KeyError("definition")) is None  # a bug: answered as a 500 with a request id
