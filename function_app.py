@@ -16,7 +16,7 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
 def _register(route: Route) -> None:
     def handle(req: func.HttpRequest) -> func.HttpResponse:
-        return serve(req, route.operation, services.current())
+        return serve(req, route.operation, services.current)
 
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 

@@ -77,7 +77,7 @@ class Services:
     due_index: DueIndex
     dispatcher: Dispatcher
     scheduling: Scheduling
-    worker: ExecutionWorker
+    build_worker: Callable[[], ExecutionWorker]
     blocking_threads: ThreadPoolExecutor
     """Threads for the executor's blocking work: an execution mostly waits on storage and on
     its target, so many can be under way at once (asyncio's default pool has cores + 4)."""
@@ -85,9 +85,16 @@ class Services:
     def now(self) -> datetime:
         return self.clock()
 
+    @functools.cached_property
+    def worker(self) -> ExecutionWorker:
+        """The executor and its action performers, built on first use: the API and the timers
+        never need them, and a setting only they read must not take the API down."""
+        return self.build_worker()
+
     def close(self) -> None:
         """Close what holds connections open beyond a call (Service Bus senders)."""
-        self.worker.close()
+        if "worker" in self.__dict__:
+            self.worker.close()
         self.blocking_threads.shutdown(wait=False)
 
 
@@ -128,27 +135,32 @@ def build(
     # Follow-ups wait a moment for others of the same second (shared.execution.dispatch).
     dispatcher = Dispatcher(queue, due_index, settings.horizon, coalesce=follow_up_gathering)
     timeouts = {} if action_timeout is None else {"timeout": action_timeout}
-    tls = tls_context(settings.outbound_ca_file)
-    http = HttpActions(
-        OutboundPolicy.from_setting(settings.outbound_allowlist),
-        settings.outbound_ca_file,
-        TokenCache(settings.authority_host, httpx.Client(verify=tls), clock),
-    )
-    service_bus = ServiceBusActions(settings, **timeouts)
-    performers: dict[ActionType, ActionPerformer] = {
-        ActionType.HTTP: http,
-        ActionType.HTTPS: http,
-        ActionType.STORAGE_QUEUE: StorageQueueActions(settings, **timeouts),
-        ActionType.SERVICE_BUS_QUEUE: service_bus,
-        ActionType.SERVICE_BUS_TOPIC: service_bus,
-    }
-    actions = Actions(clock, performers)
-    worker = ExecutionWorker(
-        store, dispatcher, actions, clock=clock, sleep=sleep, max_deliveries=max_deliveries
-    )
+
+    def build_worker() -> ExecutionWorker:
+        tls = tls_context(settings.outbound_ca_file)
+        http = HttpActions(
+            OutboundPolicy.from_setting(settings.outbound_allowlist),
+            settings.outbound_ca_file,
+            TokenCache(settings.authority_host, httpx.Client(verify=tls), clock),
+        )
+        service_bus = ServiceBusActions(settings, **timeouts)
+        performers: dict[ActionType, ActionPerformer] = {
+            ActionType.HTTP: http,
+            ActionType.HTTPS: http,
+            ActionType.STORAGE_QUEUE: StorageQueueActions(settings, **timeouts),
+            ActionType.SERVICE_BUS_QUEUE: service_bus,
+            ActionType.SERVICE_BUS_TOPIC: service_bus,
+        }
+        actions = Actions(clock, performers)
+        return ExecutionWorker(
+            store, dispatcher, actions, clock=clock, sleep=sleep, max_deliveries=max_deliveries
+        )
+
     threads = ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
     scheduling = Scheduling(store, dispatcher)
-    return Services(settings, clock, store, due_index, dispatcher, scheduling, worker, threads)
+    return Services(
+        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads
+    )
 
 
 @functools.cache

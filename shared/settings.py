@@ -107,7 +107,7 @@ class Settings:
 
     @property
     def horizon(self) -> timedelta:
-        """Attempts due within this go straight onto the queue (see shared.dispatch)."""
+        """Attempts due within this go straight onto the queue (see shared.execution.dispatch)."""
         return 2 * self.lookahead
 
     def queue_account_url(self, account: str) -> str:

@@ -282,7 +282,8 @@ def test_funcignore_keeps_tests_benchmarks_infra_and_node_modules_out_of_the_pac
     def packaged(relative: str) -> bool:
         return not any(fnmatch.fnmatch(part, pattern) for part in relative.split("/") for pattern in patterns)
 
-    for kept in ("function_app.py", "host.json", "requirements.txt", "shared/runtime.py", "shared/actions/http.py"):
+    for kept in ("function_app.py", "host.json", "requirements.txt", "shared/services.py", "shared/actions/http.py",
+                 "shared/domain/schedule/occurrences.py"):
         assert packaged(kept), kept
     for left_out in ("tests/conftest.py", "bench/pipeline.py", "infra/main.bicep", "node_modules/azurite/package.json",
                      "devhost/__main__.py", ".venv/bin/python", "local.settings.json"):

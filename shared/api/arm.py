@@ -80,13 +80,19 @@ class ApiResponse:
 Operation = Callable[[ApiRequest, Services], ApiResponse]
 
 
-def serve(request: func.HttpRequest, operation: Operation, services: Services) -> func.HttpResponse:
-    """Run one operation for one HTTP request, with every ARM convention applied."""
+def serve(
+    request: func.HttpRequest, operation: Operation, services: Callable[[], Services]
+) -> func.HttpResponse:
+    """Run one operation for one HTTP request, with every ARM convention applied.
+
+    `services` gives the process's services; it is called inside, so that a failure to build
+    them is answered in the ARM envelope like any other fault.
+    """
     request_id = str(uuid.uuid4())
     try:
         api_request = _api_request(request)
         _check_api_version(api_request.query)
-        response = operation(api_request, services)
+        response = operation(api_request, services())
     except Exception as failure:
         error = arm_error(failure)
         if error is None:

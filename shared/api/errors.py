@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.domain.problems import InvalidRequest, Refused
-from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.domain.problems import InvalidRequest, Refused, RuleBroken
+from shared.storage.errors import (
+    EtagMismatch,
+    ModifiedConcurrently,
+    NotFound,
+    QuotaExceeded,
+    StorageError,
+)
 
 
 class ArmError(Exception):
@@ -102,4 +108,8 @@ def arm_error(error: Exception) -> ArmError | None:
                 f"The job collection already holds {jobs} jobs, its quota maxJobCount; "
                 "delete a job or raise the quota."
             )
+        case RuleBroken():  # a rule added later without a case of its own: still the client's
+            return BadRequest(error.message)
+        case StorageError():
+            return Conflict(f"The request could not be carried out: {error}.")
     return None

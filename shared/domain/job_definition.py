@@ -1,8 +1,8 @@
 """A job's definition on the wire (docs/behaviour.md#jobs): actions, authentication, retry policy.
 
-The models read every shape the 2016-03-01 API allows; `shared.job_rules` checks the rules that
-join several values, and `shared.job_documents` turns a definition into what is stored and what a
-client reads back (secrets never among it).
+The models read every shape the 2016-03-01 API allows; `job_rules` checks the rules that join
+several values, and `job_document` turns a definition into what is stored and what a client reads
+back (secrets never among it).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ class JobState(WireEnum):
 
 
 FINAL_STATES = (JobState.COMPLETED, JobState.FAULTED)
-FINAL_STATE_VALUES = frozenset(state.value for state in FINAL_STATES)
 
 
 class HistoryStatus(WireEnum):

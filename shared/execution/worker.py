@@ -175,8 +175,8 @@ class ExecutionWorker:
                     return None
                 continue
             break
-        else:  # the message fails, and is delivered again
-            raise ModifiedConcurrently("job")
+        else:
+            raise _kept_changing(delivery)
         if decided.postponed:
             log.warning(
                 "%s: %d occurrences missed; running the latest, %s",
@@ -225,7 +225,7 @@ class ExecutionWorker:
                 self._store.add_history(fresh.id, settlement.history[-1:])
                 return
             stored = fresh
-        raise ModifiedConcurrently("job")  # the message fails, and is delivered again
+        raise _kept_changing(delivery)
 
     def _give_up(self, delivery: Delivery, failure: Exception, deliveries: int) -> None:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""
@@ -307,6 +307,12 @@ class _SharedGateReads:
 
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:
     return [Delivery(delivery.job, delivery.defined_at, entry) for entry in pending]
+
+
+def _kept_changing(delivery: Delivery) -> ModifiedConcurrently:
+    """What fails the message (it is delivered again) when every write lost its race."""
+    log.warning("%s: the job kept changing; the message will be delivered again", _name(delivery))
+    return ModifiedConcurrently("job")
 
 
 def _name(delivery: Delivery) -> str:

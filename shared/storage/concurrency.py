@@ -19,7 +19,7 @@ _BACKOFF_S = 0.004
 
 
 def optimistic_attempts(most: int = WRITE_ATTEMPTS, *, back_off: bool = False) -> Iterator[int]:
-    """The tries of one read-modify-write: 0, 1, ... up to `most`. With `back_off`, a short
+    """The tries of one read-modify-write: 0, 1, ..., `most` - 1. With `back_off`, a short
     random pause before each retry, so that writers who collided do not collide again in step."""
     for attempt in range(most):
         if attempt and back_off:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+import azure.functions as func
 import pytest
 
+from shared.api.arm import serve
+from shared.api.collection_operations import list_collections_in_subscription
 from shared.api.errors import MissingApiVersion, arm_error
 from shared.domain.problems import InvalidRequest, Refused
+from shared.services import Services
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
 
 
@@ -32,3 +38,17 @@ def test_arm_errors_pass_through_and_faults_of_our_own_have_none() -> None:
     missing = MissingApiVersion(["2016-03-01"])
     assert arm_error(missing) is missing
     assert arm_error(KeyError("definition")) is None  # a bug: answered as a 500 with a request id
+
+
+def test_services_that_cannot_be_built_are_answered_in_the_arm_envelope() -> None:
+    def unreachable_storage() -> Services:
+        raise ConnectionError("storage unreachable")
+
+    request = func.HttpRequest("GET", "http://localhost/subscriptions/s/providers/Microsoft.Scheduler/jobCollections",
+                               params={"api-version": "2016-03-01"}, route_params={"subscriptionId": "s"}, body=b"")  # fmt: skip
+    response = serve(request, list_collections_in_subscription, unreachable_storage)
+    assert response.status_code == 500
+    request_id = response.headers["x-ms-request-id"]
+    assert json.loads(response.get_body()) == {"error": {"code": "InternalServerError", "message": f"Request {request_id} failed."}}
+    missing_version = func.HttpRequest("GET", "http://localhost/", params={}, body=b"")
+    assert serve(missing_version, list_collections_in_subscription, unreachable_storage).status_code == 400

@@ -1,0 +1,62 @@
+"""The stored job document: its JSON (what storage keeps) reads back as the same document."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shared.domain.attempts import Attempt, Pending
+from shared.domain.job_definition import ActionName, JobState
+from shared.domain.job_document import JobDocument, JobStatus
+
+T0 = datetime(2026, 11, 24, 9, 0, 0, 250000, tzinfo=UTC)
+DEFINITION: dict[str, Any] = {
+    "state": "Enabled",
+    "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+    "recurrence": {"frequency": "Minute", "interval": 1, "count": 3},
+}
+
+
+def test_every_field_survives_the_round_trip_through_json() -> None:
+    document = JobDocument(
+        definition=DEFINITION,
+        defined_at=T0,
+        status=JobStatus(3, 2, 1, last_execution_time=T0, next_execution_time=T0 + timedelta(minutes=1)),
+        pending=(Pending(Attempt(T0, ActionName.ERROR_ACTION, retry=2), T0 + timedelta(seconds=30)),
+                 Pending(Attempt(T0, run_now=True), T0)),
+        occurrences=2,
+        history_count=7,
+        ended_at=T0 + timedelta(hours=1),
+        region="westeurope",
+    )  # fmt: skip
+    assert JobDocument.from_json(document.to_json()) == document
+
+
+def test_a_document_stored_before_the_typed_one_reads_the_same() -> None:
+    """Documents written by earlier versions lack the keys that held their defaults."""
+    stored = {"definition": DEFINITION, "status": {"executionCount": 0, "failureCount": 0, "faultedCount": 0},
+              "definedAt": "2026-11-24T09:00:00.250000Z"}  # fmt: skip
+    document = JobDocument.from_json(stored)
+    assert (document.pending, document.occurrences, document.history_count, document.region) == ((), 0, 0, "")
+    assert document.ended_at is None
+    assert document.to_json() == stored | {"occurrences": 0, "pending": [], "historyCount": 0, "region": ""}
+
+
+def test_a_new_definition_waits_for_its_first_occurrence_and_keeps_the_counts_it_replaces() -> None:
+    first = JobDocument.defined(DEFINITION, T0)
+    assert [entry.due for entry in first.pending] == [T0]
+    assert first.status.to_wire() == {"executionCount": 0, "failureCount": 0, "faultedCount": 0,
+                                      "nextExecutionTime": "2026-11-24T09:00:00.250000Z"}  # fmt: skip
+    ran = JobDocument(DEFINITION, T0, JobStatus(5, 1, 1, last_execution_time=T0))
+    redefined = JobDocument.defined(DEFINITION, T0 + timedelta(hours=1), previous=ran)
+    assert (redefined.status.execution_count, redefined.status.last_execution_time) == (5, T0)
+    assert redefined.occurrences == 0  # count restarts with the new definition
+
+
+def test_a_disabled_job_shows_no_next_execution_and_a_final_one_is_final() -> None:
+    disabled = JobDocument.defined(DEFINITION | {"state": "Disabled"}, T0)
+    assert disabled.pending == ()
+    assert "nextExecutionTime" not in disabled.status.to_wire()
+    completed = JobDocument.defined(DEFINITION, T0).with_state(JobState.COMPLETED)
+    assert completed.final and not completed.enabled
+    assert completed.status.next_execution_time is None
