@@ -10,8 +10,9 @@ definition without any secret, and the status.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -91,7 +92,6 @@ class JobDocument:
     history_count: int = 0  # entries written, so the clean-up reads only jobs with too many
     ended_at: datetime | None = None  # when it became Completed or Faulted
     region: str = ""  # its collection's location, which StorageQueue messages name
-    _cache: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def defined(
@@ -120,13 +120,11 @@ class JobDocument:
     def final(self) -> bool:
         return self.state in FINAL_STATES
 
-    @property
+    @functools.cached_property
     def schedule(self) -> Occurrences:
-        """The occurrences of the definition."""
-        if "schedule" not in self._cache:  # parsed once per document: the executor asks often
-            self._cache["schedule"] = occurrences_of(self.definition, self.defined_at)
-        schedule: Occurrences = self._cache["schedule"]
-        return schedule
+        """The occurrences of the definition (parsed once per document: the executor asks often;
+        `replace` makes a new document, with nothing cached)."""
+        return occurrences_of(self.definition, self.defined_at)
 
     @property
     def series_finished(self) -> bool:
