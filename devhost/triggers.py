@@ -68,6 +68,10 @@ def triggers_of(
     settings = QueueSettings.from_host_json(queues)
     found: list[Any] = []
     for function in functions:
+        name = function.get_function_name()
+        if is_disabled(name):
+            log.info("%s is disabled by its AzureWebJobs.%s.Disabled setting", name, name)
+            continue
         trigger = function.get_trigger().get_dict_repr()
         call, argument = function.get_user_function(), trigger["name"]
         if trigger["type"] == "timerTrigger":
@@ -91,6 +95,14 @@ def triggers_of(
                 )
             )
     return found
+
+
+def is_disabled(function_name: str, environment: dict[str, str] | None = None) -> bool:
+    """Whether `AzureWebJobs.<name>.Disabled` is true, the setting by which the host (and the
+    portal's Disable button) keeps a triggered function from running."""
+    environment = dict(os.environ) if environment is None else environment
+    value = environment.get(f"AzureWebJobs.{function_name}.Disabled", "")
+    return value.strip().lower() in {"true", "1"}
 
 
 def resolve_setting(value: str, environment: dict[str, str] | None = None) -> str:

@@ -95,9 +95,13 @@ def service(
 
 
 def launch_host(
-    storage: str, port: int, key: str, log_path: Path, service_bus: str = ""
-) -> subprocess.Popen[bytes]:
-    """`python -m devhost` on `storage`, answering on `port`; its output appended to `log_path`."""
+    storage: str, port: int, key: str, log_path: Path, *, service_bus: str = "",
+    settings: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:  # fmt: skip
+    """`python -m devhost` on `storage`, answering on `port`; its output appended to `log_path`.
+
+    `settings` are app settings added to (or replacing) the ones every test host has.
+    """
     environment = os.environ | {
         "AzureWebJobsStorage": storage,
         "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE": azurite.queue_endpoint_template(storage),
@@ -109,7 +113,7 @@ def launch_host(
         "SCHEDULER_TICK_SCHEDULE": "* * * * * *",
         "SCHEDULER_LOOKAHEAD_SECONDS": "2",
         "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32,localhost",
-    }
+    } | (settings or {})
     # A file, not a pipe: a pipe nobody reads fills up and blocks the host mid-request.
     with log_path.open("ab") as log:
         host = subprocess.Popen(

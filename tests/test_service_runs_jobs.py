@@ -62,7 +62,7 @@ def test_a_job_without_start_time_runs_at_once_and_completes(api: httpx.Client, 
     target.wait_for(f"/{name}")
     history(api, collection, name, 1)
     job = api.get(job_path(collection, name)).json()["properties"]
-    assert job["state"] == "Completed"
+    assert job["state"] == "completed"
     assert "nextExecutionTime" not in job["status"]
 
 

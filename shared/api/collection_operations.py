@@ -26,11 +26,12 @@ def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
         raise InvalidRequest.because("location", "is required")
     previous = services.store.collection(collection)
     request.preconditions.check(previous)
-    stored, created = services.scheduling.save_collection(
+    stored, _ = services.scheduling.save_collection(
         collection, new_collection(body), services.now(),
         preconditions=request.preconditions, previous=previous,
     )  # fmt: skip
-    return _collection_response(201 if created else 200, stored)
+    # 201 whether it was created or replaced: so the real service answered both.
+    return _collection_response(201, stored)
 
 
 def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
@@ -69,14 +70,15 @@ def collection_id(request: ApiRequest) -> CollectionId:
 
 def collection_resource(stored: StoredCollection) -> dict[str, object]:
     document = stored.document
-    return {
+    resource = {
         "id": stored.id.arm_id,
         "type": COLLECTION_TYPE,
         "name": stored.id.name,
         "location": document.get("location"),
-        "tags": document.get("tags") or {},
-        "properties": document["properties"],
     }
+    if document.get("tags"):  # as the real service answered: no tags, no `tags` key
+        resource["tags"] = document["tags"]
+    return resource | {"properties": document["properties"]}
 
 
 def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:
@@ -84,4 +86,5 @@ def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:
 
 
 def _collection_list(found: list[StoredCollection]) -> ApiResponse:
-    return ApiResponse(200, {"value": [collection_resource(stored) for stored in found]})
+    resources = [collection_resource(stored) for stored in found]
+    return ApiResponse(200, {"value": resources, "nextLink": None})

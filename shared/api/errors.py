@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from shared.domain.ids import PROVIDER, CollectionId, JobId
 from shared.domain.problems import InvalidRequest, Refused, RuleBroken
 from shared.storage.errors import (
     EtagMismatch,
@@ -57,12 +58,27 @@ class InvalidApiVersion(ArmError):
         )
 
 
-class ResourceNotFound(ArmError):
+class CollectionNotFound(ArmError):
+    """A missing collection, in the words of the ARM gateway, which answered for the service."""
+
     status = 404
     code = "ResourceNotFound"
 
-    def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"The {kind} '{name}' was not found.")
+    def __init__(self, collection: CollectionId) -> None:
+        super().__init__(
+            f"The Resource '{PROVIDER}/jobcollections/{collection.name}' under resource group "
+            f"'{collection.resource_group}' was not found."
+        )
+
+
+class JobNotFound(ArmError):
+    """A missing job, in the service's own words."""
+
+    status = 404
+    code = "NotFound"
+
+    def __init__(self, job: JobId) -> None:
+        super().__init__(f"Job '{job.name}' cannot be found.")
 
 
 class Conflict(ArmError):
@@ -97,8 +113,10 @@ def arm_error(error: Exception) -> ArmError | None:
             return BadRequest(error.message)
         case Refused():
             return Conflict(error.message)
-        case NotFound(kind=kind, name=name):
-            return ResourceNotFound(kind, name)
+        case NotFound(resource=JobId() as job):
+            return JobNotFound(job)
+        case NotFound(resource=CollectionId() as collection):
+            return CollectionNotFound(collection)
         case ModifiedConcurrently(kind=kind):
             return Conflict(f"The {kind} is being changed by other requests; try again.")
         case EtagMismatch():

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
-from shared.api.errors import ResourceNotFound
-from shared.domain.collection import SkuName
+from shared.domain.collection import CollectionState, SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, stored_definition
@@ -18,8 +17,10 @@ from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import WireEnum, iso, merge_patch
 from shared.services import Services
+from shared.storage.errors import NotFound
 from shared.storage.store import StoredJob
 
+Value = TypeVar("Value", bound=WireEnum)
 LARGEST_PAGE = 100
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -43,7 +44,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     slot = services.store.job_slot(job)
     current = slot.current
     if current is None:
-        raise ResourceNotFound("job", job.arm_name)
+        raise NotFound(job)
     request.preconditions.check(current)
     patch = request.json_body()
     if not isinstance(patch, dict):
@@ -79,6 +80,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first."""
     job = services.store.existing_job(_job_id(request)).id
     status = _equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    status_text = status.value if status is not None else None
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -86,7 +88,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
             "name": f"{job.arm_name}/{entry_id}",
             "properties": entry,
         }
-        for entry_id, entry in services.store.history(job, status)
+        for entry_id, entry in services.store.history(job, status_text)
     ]
     return _page(request, entries)
 
@@ -98,11 +100,11 @@ def run_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def enable_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    return _set_all_states(request, services, JobState.ENABLED)
+    return _switch_collection(request, services, CollectionState.ENABLED, JobState.ENABLED)
 
 
 def disable_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    return _set_all_states(request, services, JobState.DISABLED)
+    return _switch_collection(request, services, CollectionState.DISABLED, JobState.DISABLED)
 
 
 def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
@@ -123,7 +125,7 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
-    occurrences = occurrences_of(stored_definition(body.properties, sku=sku), defined_at)
+    occurrences = occurrences_of(stored_definition(body.properties), defined_at)
     upcoming = occurrences.upcoming(_preview_count(request))
     return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
 
@@ -131,19 +133,23 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
 # --- the steps ------------------------------------------------------------------------------
 
 
-def _set_all_states(request: ApiRequest, services: Services, state: JobState) -> ApiResponse:
-    collection = services.store.existing_collection(collection_id(request))
-    services.scheduling.set_job_states(collection.id, state, services.now())
+def _switch_collection(
+    request: ApiRequest, services: Services, state: CollectionState, jobs_state: JobState
+) -> ApiResponse:
+    """The collection in `state`, as the real service showed it afterwards, and its jobs in
+    `jobs_state` ("enables/disables all of the jobs in the job collection", says the API)."""
+    services.scheduling.switch_collection(collection_id(request), state, jobs_state, services.now())
     return ApiResponse(200)
 
 
 def _page(request: ApiRequest, items: list[dict[str, Any]]) -> ApiResponse:
     top = _whole_number(request.query, "$top", default=LARGEST_PAGE, least=1, most=LARGEST_PAGE)
     skip = _whole_number(request.query, "$skip", default=0, least=0, most=None)
-    body: dict[str, Any] = {"value": items[skip : skip + top]}
+    # The last page says `"nextLink": null`, as the real service's did.
+    following = None
     if skip + top < len(items):
-        body["nextLink"] = _link_with(request.url, {"$skip": str(skip + top), "$top": str(top)})
-    return ApiResponse(200, body)
+        following = _link_with(request.url, {"$skip": str(skip + top), "$top": str(top)})
+    return ApiResponse(200, {"value": items[skip : skip + top], "nextLink": following})
 
 
 def _link_with(url: str, changes: dict[str, str]) -> str:
@@ -168,14 +174,14 @@ def _whole_number(query: Any, name: str, *, default: int, least: int, most: int 
     return value
 
 
-def _equality_filter(expression: str | None, field: str, values: type[WireEnum]) -> str | None:
+def _equality_filter(expression: str | None, field: str, values: type[Value]) -> Value | None:
     """`<field> eq '<value>'`, the one kind of $filter that listing supports."""
     if not expression:
         return None
     words = expression.split(None, 2)
     if len(words) == 3 and words[0].lower() == field and words[1].lower() == "eq":
         try:
-            return values(words[2].strip().strip("'")).value
+            return values(words[2].strip().strip("'"))
         except ValueError:
             pass
     allowed = ", ".join(member.value for member in values)

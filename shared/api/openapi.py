@@ -63,7 +63,7 @@ def _schemas() -> dict[str, Any]:
     resource_list = {
         "type": "object",
         "required": ["value"],
-        "properties": {"value": {"type": "array"}, "nextLink": {"type": "string"}},
+        "properties": {"value": {"type": "array"}, "nextLink": {"type": ["string", "null"]}},
     }
     schemas["CollectionList"] = _list_of("CollectionBody", resource_list)
     schemas["JobList"] = _list_of("JobBody", resource_list)

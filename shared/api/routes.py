@@ -50,7 +50,7 @@ ROUTES = [
     Route("get_job_collection", "GET", COLLECTION, collection_operations.get_collection,
           answers={"200": _COLLECTION_BODY}),
     Route("put_job_collection", "PUT", COLLECTION, collection_operations.put_collection,
-          body=_COLLECTION_BODY, answers=_SAVED),
+          body=_COLLECTION_BODY, answers={"201": _COLLECTION_BODY}),
     Route("patch_job_collection", "PATCH", COLLECTION, collection_operations.patch_collection,
           body=_COLLECTION_BODY, answers={"200": _COLLECTION_BODY}),
     Route("delete_job_collection", "DELETE", COLLECTION, collection_operations.delete_collection,

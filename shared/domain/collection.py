@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from shared.domain.regions import display_name
 from shared.domain.schedule.recurrence import Frequency, Positive
 from shared.domain.wire import WireEnum, WireModel
 
@@ -83,42 +84,65 @@ DEFAULT_SKU = SkuName.STANDARD
 
 
 def new_collection(body: CollectionBody) -> dict[str, Any]:
-    """The stored form of a collection created or replaced by `body`: every default filled in."""
+    """The stored form of a collection created or replaced by `body`.
+
+    The quota is kept as sent (the real service echoed only what was sent; `effective_quota`
+    fills in the SKU's defaults), the location under its display name, the tags only if any.
+    """
     properties = body.properties or CollectionProperties()
     sku = properties.sku.name if properties.sku else DEFAULT_SKU
-    return {
-        "location": body.location,
-        "tags": body.tags or {},
-        "properties": {
-            "sku": {"name": sku.value},
-            "state": (properties.state or CollectionState.ENABLED).value,
-            "quota": _overlay(SKU_QUOTAS[sku], properties.quota).to_wire(),
-        },
+    stored_properties: dict[str, Any] = {
+        "sku": {"name": sku.value},
+        "state": (properties.state or CollectionState.ENABLED).value,
     }
+    if properties.quota is not None:
+        stored_properties["quota"] = properties.quota.to_wire()
+    return _without_empty_tags(
+        {
+            "location": display_name(body.location),
+            "tags": body.tags,
+            "properties": stored_properties,
+        }
+    )
 
 
 def patched_collection(stored: dict[str, Any], patch: CollectionBody) -> dict[str, Any]:
     """`stored` with what `patch` sets merged in, field by field.
 
-    A new SKU brings its own default quota, under whatever quota fields the patch sets.
+    A new SKU brings its own default quota: only the quota fields the patch sets stay.
     """
     properties = patch.properties or CollectionProperties()
     current = stored["properties"]
     sku = properties.sku.name if properties.sku else SkuName(current["sku"]["name"])
-    base_quota = (
-        SKU_QUOTAS[sku]
-        if sku.value != current["sku"]["name"]
-        else Quota.model_validate(current["quota"])
-    )
-    return {
-        "location": patch.location if patch.location is not None else stored.get("location"),
-        "tags": patch.tags if patch.tags is not None else stored.get("tags", {}),
-        "properties": {
-            "sku": {"name": sku.value},
-            "state": (properties.state or CollectionState(current["state"])).value,
-            "quota": _overlay(base_quota, properties.quota).to_wire(),
-        },
+    kept_quota = Quota.model_validate(current.get("quota") or {})
+    if sku.value != current["sku"]["name"]:
+        kept_quota = Quota()
+    quota = _overlay(kept_quota, properties.quota).to_wire()
+    patched_properties: dict[str, Any] = {
+        "sku": {"name": sku.value},
+        "state": (properties.state or CollectionState(current["state"])).value,
     }
+    if quota:
+        patched_properties["quota"] = quota
+    location = (
+        display_name(patch.location) if patch.location is not None else stored.get("location")
+    )
+    tags = patch.tags if patch.tags is not None else stored.get("tags")
+    return _without_empty_tags(
+        {"location": location, "tags": tags, "properties": patched_properties}
+    )
+
+
+def with_state(stored: dict[str, Any], state: CollectionState) -> dict[str, Any]:
+    """`stored` in `state` (what POST enable and disable do to the collection itself)."""
+    return {**stored, "properties": {**stored["properties"], "state": state.value}}
+
+
+def effective_quota(stored: dict[str, Any]) -> Quota:
+    """The limits a stored collection's jobs live under: its own quota over its SKU's."""
+    properties = stored["properties"]
+    own = Quota.model_validate(properties["quota"]) if properties.get("quota") else None
+    return _overlay(SKU_QUOTAS[SkuName(properties["sku"]["name"])], own)
 
 
 def _overlay(base: Quota, own: Quota | None) -> Quota:
@@ -126,3 +150,8 @@ def _overlay(base: Quota, own: Quota | None) -> Quota:
     if own is None:
         return base
     return base.model_copy(update={name: value for name, value in own if value is not None})
+
+
+def _without_empty_tags(document: dict[str, Any]) -> dict[str, Any]:
+    # As the real service answered: a resource without tags has no `tags` key at all.
+    return document if document.get("tags") else {k: v for k, v in document.items() if k != "tags"}

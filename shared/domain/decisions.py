@@ -16,12 +16,11 @@ from typing import Any
 
 from shared.domain import history
 from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain.collection import CollectionState
 from shared.domain.job_definition import (
     ActionName,
     HistoryStatus,
     JobState,
-    RetryType,
-    read_duration,
 )
 from shared.domain.job_document import JobDocument
 from shared.domain.wire import iso
@@ -110,7 +109,7 @@ def plan(
         return Skip("the attempt already finished (a duplicate delivery)")
     # A run-now runs whatever the job's own state; nothing runs in a collection that is off.
     job_off = not document.enabled and not attempt.run_now
-    if job_off or collection_state not in (None, JobState.ENABLED.value):
+    if job_off or collection_state not in (None, CollectionState.ENABLED.value):
         return Park(document.waiting_for(entry for entry in document.pending if entry is not mine))
     if attempt.run_now or not attempt.starts_occurrence:
         return Run(attempt, attempt)
@@ -189,7 +188,7 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
             last_execution_time=outcome.started,
             failure_count=status.failure_count + (0 if outcome.succeeded else 1),
         )
-    retry = _retry_after(document.definition, attempt, outcome, now)
+    retry = _retry_after(document, attempt, outcome, now)
     follow_ups = [] if retry is None else [retry]
     retries_spent = retry is None or retry.attempt.action is ActionName.ERROR_ACTION
     if attempt.action is ActionName.MAIN_ACTION and not outcome.succeeded and retries_spent:
@@ -219,17 +218,17 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
 
 
 def _retry_after(
-    definition: dict[str, Any], attempt: Attempt, outcome: Outcome, now: datetime
+    document: JobDocument, attempt: Attempt, outcome: Outcome, now: datetime
 ) -> Pending | None:
     """The attempt that follows a try of an occurrence, if the occurrence is not over."""
     if outcome.succeeded:
         return None
     # The errorAction retries with the same policy as the action.
-    policy = definition["action"].get("retryPolicy") or {}
-    if policy.get("retryType") == RetryType.FIXED.value and attempt.retry < policy["retryCount"]:
-        interval = read_duration(policy["retryInterval"])
-        return Pending(replace(attempt, retry=attempt.retry + 1), now + interval)
-    if attempt.action is ActionName.MAIN_ACTION and definition["action"].get("errorAction"):
+    retries = document.retries
+    if attempt.retry < retries.count:
+        return Pending(replace(attempt, retry=attempt.retry + 1), now + retries.interval)
+    has_error_action = "errorAction" in document.definition["action"]
+    if attempt.action is ActionName.MAIN_ACTION and has_error_action:
         return Pending(replace(attempt, action=ActionName.ERROR_ACTION, retry=0), now)
     return None
 

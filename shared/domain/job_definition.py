@@ -7,7 +7,8 @@ back (secrets never among it).
 
 from __future__ import annotations
 
-from datetime import timedelta
+import re
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import isodate
@@ -15,20 +16,31 @@ from pydantic import BeforeValidator, Field, StrictBool, field_validator
 from pydantic_core import PydanticCustomError
 
 from shared.domain.schedule.recurrence import Recurrence
-from shared.domain.wire import Instant, WireEnum, WireModel
+from shared.domain.wire import Instant, SentInstant, WireEnum, WireModel, parse_iso
+
+# A .NET TimeSpan as the .NET client and PowerShell write it: [d.]hh:mm[:ss[.fffffff]].
+_TIMESPAN = re.compile(
+    r"(?:(?P<days>\d+)\.)?(?P<hours>\d{1,2}):(?P<minutes>\d{1,2})"
+    r"(?::(?P<seconds>\d{1,2})(?:\.(?P<fraction>\d{1,7}))?)?"
+)
+_BOTH_FORMS = "an ISO 8601 duration such as 'PT30S' or a TimeSpan such as '00:00:30'"
 
 
 def read_duration(value: Any) -> timedelta:
+    """An ISO 8601 duration (`PT30S`) or a .NET TimeSpan (`00:00:30`) as a timedelta."""
     if isinstance(value, timedelta):
         return value
     if not isinstance(value, str):
-        raise PydanticCustomError("iso_duration", "must be an ISO 8601 duration such as 'PT30S'")
+        raise PydanticCustomError("duration", f"must be {_BOTH_FORMS}")
+    timespan = _TIMESPAN.fullmatch(value.strip())
+    if timespan:
+        return _timespan(value, timespan)
     try:
         duration = isodate.parse_duration(value.strip())
     except (isodate.ISO8601Error, ValueError, OverflowError):
         raise PydanticCustomError(
-            "iso_duration",
-            "'{value}' is not an ISO 8601 duration such as 'PT30S'",
+            "duration",
+            "'{value}' is not " + _BOTH_FORMS,
             {"value": value[:40]},
         ) from None
     if isinstance(duration, timedelta):
@@ -38,20 +50,49 @@ def read_duration(value: Any) -> timedelta:
         rest: timedelta = duration.tdelta
         return timedelta(days=days) + rest
     except OverflowError:
+        raise _too_long(value) from None
+
+
+def _timespan(value: str, parts: re.Match[str]) -> timedelta:
+    days, hours, minutes, seconds, fraction = parts.group(
+        "days", "hours", "minutes", "seconds", "fraction"
+    )
+    if int(hours) > 23 or int(minutes) > 59 or int(seconds or 0) > 59:
         raise PydanticCustomError(
-            "iso_duration", "'{value}' is longer than any duration allowed", {"value": value[:40]}
-        ) from None
+            "duration",
+            "'{value}' is not a TimeSpan: hours go up to 23, minutes and seconds up to 59",
+            {"value": value[:40]},
+        )
+    try:
+        return timedelta(
+            days=int(days or 0), hours=int(hours), minutes=int(minutes), seconds=int(seconds or 0),
+            microseconds=int((fraction or "0").ljust(7, "0")) / 10,
+        )  # fmt: skip
+    except OverflowError:
+        raise _too_long(value) from None
 
 
-Duration = Annotated[timedelta, BeforeValidator(read_duration)]
-"""An ISO 8601 duration (`PT30S`, `P1D`), read as a timedelta."""
+def _too_long(value: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "duration", "'{value}' is longer than any duration allowed", {"value": value[:40]}
+    )
+
+
+def _checked_duration(value: Any) -> Any:
+    read_duration(value)
+    return value
+
+
+SentDuration = Annotated[str, BeforeValidator(_checked_duration)]
+"""A duration in either form, kept as sent: the real service echoed a TimeSpan as a TimeSpan.
+Read it with `read_duration`."""
 
 
 class JobState(WireEnum):
-    ENABLED = "Enabled"
-    DISABLED = "Disabled"
-    COMPLETED = "Completed"
-    FAULTED = "Faulted"
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    COMPLETED = "completed"
+    FAULTED = "faulted"
 
 
 FINAL_STATES = (JobState.COMPLETED, JobState.FAULTED)
@@ -86,7 +127,9 @@ class HttpAuthenticationType(WireEnum):
 class HttpAuthentication(WireModel):
     """Outbound authentication of an HTTP action; which fields apply depends on `type`.
 
-    The certificate fields are read-only: the service fills them in from the pfx.
+    The certificate fields are read-only: the service fills them in from the pfx, and calls the
+    expiry `certificateExpiration` as the real service did (the published API description's
+    `certificateExpirationDate` is accepted and ignored too).
     """
 
     type: HttpAuthenticationType
@@ -96,7 +139,8 @@ class HttpAuthentication(WireModel):
     # ClientCertificate
     pfx: str | None = None
     certificate_thumbprint: str | None = None
-    certificate_expiration_date: str | None = None
+    certificate_expiration: str | None = None
+    certificate_expiration_date: str | None = None  # the name in the published API description
     certificate_subject_name: str | None = None
     # ActiveDirectoryOAuth
     tenant: str | None = None
@@ -121,8 +165,8 @@ class StorageQueueMessage(WireModel):
 
 
 class ServiceBusAuthenticationType(WireEnum):
-    NOT_SPECIFIED = "NotSpecified"
-    SHARED_ACCESS_KEY = "SharedAccessKey"
+    NOT_SPECIFIED = "notSpecified"
+    SHARED_ACCESS_KEY = "sharedAccessKey"
 
 
 class ServiceBusAuthentication(WireModel):
@@ -132,9 +176,9 @@ class ServiceBusAuthentication(WireModel):
 
 
 class TransportType(WireEnum):
-    NOT_SPECIFIED = "NotSpecified"
-    NET_MESSAGING = "NetMessaging"
-    AMQP = "AMQP"
+    NOT_SPECIFIED = "notSpecified"
+    NET_MESSAGING = "netMessaging"
+    AMQP = "amqp"
 
 
 class BrokeredMessageProperties(WireModel):
@@ -148,7 +192,7 @@ class BrokeredMessageProperties(WireModel):
     reply_to_session_id: str | None = None
     scheduled_enqueue_time_utc: Instant | None = None
     session_id: str | None = None
-    time_to_live: Duration | None = None
+    time_to_live: SentDuration | None = None
     to: str | None = None
     via_partition_key: str | None = None
 
@@ -171,14 +215,18 @@ class ServiceBusTopicMessage(ServiceBusActionMessage):
 
 
 class RetryType(WireEnum):
-    NONE = "None"
-    FIXED = "Fixed"
+    NONE = "none"
+    FIXED = "fixed"
 
 
 class RetryPolicy(WireModel):
     retry_type: RetryType | None = None
-    retry_interval: Duration | None = None
+    retry_interval: SentDuration | None = None
     retry_count: Annotated[int, Field(strict=True, ge=0)] | None = None
+
+    @property
+    def interval(self) -> timedelta | None:
+        return read_duration(self.retry_interval) if self.retry_interval else None
 
 
 class ErrorAction(WireModel):
@@ -197,12 +245,16 @@ class Action(ErrorAction):
 
 
 class JobProperties(WireModel):
-    start_time: Instant | None = None
+    start_time: SentInstant | None = None
     action: Action
     recurrence: Recurrence | None = None
     state: JobState | None = None
     status: dict[str, Any] | None = None
     """System-owned: accepted so that a GET's body can be sent back, and ignored."""
+
+    @property
+    def starts_at(self) -> datetime | None:
+        return parse_iso(self.start_time) if self.start_time else None
 
     @field_validator("state", mode="after")
     @classmethod
@@ -210,7 +262,7 @@ class JobProperties(WireModel):
         if state in FINAL_STATES:
             raise PydanticCustomError(
                 "job_state",
-                "only Enabled or Disabled can be set; {state} is set by the service",
+                "only enabled or disabled can be set; {state} is set by the service",
                 {"state": state.value if state else ""},
             )
         return state

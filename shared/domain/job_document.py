@@ -1,10 +1,11 @@
 """A job as stored (`JobDocument`), and as a client reads it back.
 
-Stored: the definition with every default made explicit (state, retry policy, the certificate
-facts read from a pfx), the system-owned status, `definedAt` (the moment the definition was
-saved, from which its occurrences count), and what the service keeps to run it: the attempts it
-waits for, how many occurrences have passed, how many history entries it has. Read back: the
-definition without any secret, and the status.
+Stored: the definition as the client sent it (the state it starts in and the certificate facts
+read from a pfx added), the system-owned status, `definedAt` (the moment the definition was
+saved, from which its occurrences count), and what the service keeps to run it: the retries its
+policy allows, defaults applied; the attempts it waits for; how many occurrences have passed;
+how many history entries it has. Read back: the definition without any secret, and the status
+(docs/behaviour.md#jobs says when it shows).
 """
 
 from __future__ import annotations
@@ -81,11 +82,40 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class Retries:
+    """How often, and how long apart, a failed try is retried: the job's retryPolicy with its
+    defaults applied (docs/behaviour.md#retry-policy), which the definition echoes only as sent."""
+
+    count: int = 0
+    interval: timedelta = timedelta(0)
+
+    @classmethod
+    def of(cls, policy: RetryPolicy | None, sku: SkuName) -> Retries:
+        # Decision: no policy at all means Fixed with the defaults.
+        if policy is not None and policy.retry_type is RetryType.NONE:
+            return cls()
+        policy = policy or RetryPolicy()
+        default = DEFAULT_RETRY_INTERVAL_FREE if sku is SkuName.FREE else DEFAULT_RETRY_INTERVAL
+        return cls(
+            count=DEFAULT_RETRY_COUNT if policy.retry_count is None else policy.retry_count,
+            interval=policy.interval or default,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"count": self.count, "intervalSeconds": self.interval.total_seconds()}
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Retries:
+        return cls(wire["count"], timedelta(seconds=wire["intervalSeconds"]))
+
+
+@dataclass(frozen=True)
 class JobDocument:
     """A job as stored: its definition (wire JSON, secrets included) and all the service keeps."""
 
     definition: dict[str, Any]
     defined_at: datetime
+    retries: Retries = Retries()
     status: JobStatus = JobStatus()
     pending: tuple[Pending, ...] = ()
     occurrences: int = 0  # of this definition, passed (run or postponed): what `count` bounds
@@ -95,16 +125,17 @@ class JobDocument:
 
     @classmethod
     def defined(
-        cls, definition: dict[str, Any], defined_at: datetime, region: str = "",
-        previous: JobDocument | None = None,
+        cls, definition: dict[str, Any], defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
+        region: str = "", previous: JobDocument | None = None,
     ) -> JobDocument:  # fmt: skip
-        """The document of a definition saved at `defined_at`, waiting for its first
-        occurrence if it is enabled. A new definition starts its schedule afresh; the counts of
-        what already ran (`previous`, the document it replaces) stay."""
+        """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
+        for its first occurrence if it is enabled. A new definition starts its schedule afresh;
+        the counts of what already ran (`previous`, the document it replaces) stay."""
         status = JobStatus()
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)
-        document = cls(definition, defined_at, status, region=region)
+        retries = Retries.of(_retry_policy_of(definition), sku)
+        document = cls(definition, defined_at, retries, status, region=region)
         first = document.schedule.first if document.enabled else None
         return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
 
@@ -148,8 +179,11 @@ class JobDocument:
         return self.final and self.ended_at is not None and self.ended_at <= now - KEPT_FOR
 
     def public_properties(self) -> dict[str, Any]:
-        """What a client reads: the definition without secrets, and the status."""
-        return public_properties(self.definition, self.status.to_wire())
+        """What a client reads: the definition without secrets, and the status if it shows."""
+        # As the real service answered: a disabled job that never ran has no status.
+        ran = self.status.execution_count > 0 or self.status.last_execution_time is not None
+        shown = self.state is not JobState.DISABLED or ran
+        return public_properties(self.definition, self.status.to_wire() if shown else None)
 
     def to_json(self) -> dict[str, Any]:
         """The document as JSON, as storage keeps it."""
@@ -157,6 +191,7 @@ class JobDocument:
             "definition": self.definition,
             "status": self.status.to_wire(),
             "definedAt": iso(self.defined_at),
+            "retries": self.retries.to_wire(),
             "occurrences": self.occurrences,
             "pending": [entry.to_wire() for entry in self.pending],
             "historyCount": self.history_count,
@@ -168,10 +203,17 @@ class JobDocument:
 
     @classmethod
     def from_json(cls, stored: dict[str, Any]) -> JobDocument:
-        ended = stored.get("endedAt")
+        ended, retries = stored.get("endedAt"), stored.get("retries")
+        definition = stored["definition"]
         return cls(
-            definition=stored["definition"],
+            definition=definition,
             defined_at=parse_iso(stored["definedAt"]),
+            # Documents written before retries were kept apart spelled out the whole policy.
+            retries=(
+                Retries.from_wire(retries)
+                if retries
+                else Retries.of(_retry_policy_of(definition), SkuName.STANDARD)
+            ),
             status=JobStatus.from_wire(stored["status"]),
             pending=tuple(Pending.from_wire(entry) for entry in stored.get("pending", ())),
             occurrences=stored.get("occurrences", 0),
@@ -181,17 +223,10 @@ class JobDocument:
         )
 
 
-def stored_definition(properties: JobProperties, *, sku: SkuName) -> dict[str, Any]:
-    """The definition as kept: the client's, with every default spelled out."""
-    action = properties.action
+def stored_definition(properties: JobProperties) -> dict[str, Any]:
+    """The definition as kept: the client's, with the state it starts in and what its pfx says."""
     defined = properties.model_copy(
-        update={
-            "state": properties.state or JobState.ENABLED,
-            "status": None,
-            "action": action.model_copy(
-                update={"retry_policy": _retry_policy(action.retry_policy, sku)}
-            ),
-        }
+        update={"state": properties.state or JobState.ENABLED, "status": None}
     ).to_wire()
     _add_certificate_facts(defined["action"])
     if "errorAction" in defined["action"]:
@@ -209,8 +244,8 @@ def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurren
     )
 
 
-def public_properties(definition: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    """What a client reads: the definition without secrets, and the status."""
+def public_properties(definition: dict[str, Any], status: dict[str, Any] | None) -> dict[str, Any]:
+    """What a client reads: the definition without secrets, and the status if given."""
     public = copy.deepcopy(definition)
     for action in (public["action"], public["action"].get("errorAction")):
         for *place, secret in SECRETS if action else ():
@@ -218,22 +253,12 @@ def public_properties(definition: dict[str, Any], status: dict[str, Any]) -> dic
             for step in place:
                 holder = holder.get(step) or {}
             holder.pop(secret, None)
-    return {**public, "status": status}
+    return public if status is None else {**public, "status": status}
 
 
-def _retry_policy(policy: RetryPolicy | None, sku: SkuName) -> RetryPolicy:
-    # Decision (docs/behaviour.md#retry-policy): no policy at all means Fixed with the defaults.
-    if policy is not None and policy.retry_type is RetryType.NONE:
-        return RetryPolicy(retry_type=RetryType.NONE)
-    policy = policy or RetryPolicy()
-    default_interval = (
-        DEFAULT_RETRY_INTERVAL_FREE if sku is SkuName.FREE else DEFAULT_RETRY_INTERVAL
-    )
-    return RetryPolicy(
-        retry_type=RetryType.FIXED,
-        retry_interval=policy.retry_interval or default_interval,
-        retry_count=DEFAULT_RETRY_COUNT if policy.retry_count is None else policy.retry_count,
-    )
+def _retry_policy_of(definition: dict[str, Any]) -> RetryPolicy | None:
+    policy = definition["action"].get("retryPolicy")
+    return None if policy is None else RetryPolicy.model_validate(policy)
 
 
 def _add_certificate_facts(action: dict[str, Any]) -> None:
@@ -247,5 +272,6 @@ def _add_certificate_facts(action: dict[str, Any]) -> None:
     authentication |= {
         "certificateThumbprint": facts.thumbprint,
         "certificateSubjectName": facts.subject,
-        "certificateExpirationDate": facts.expires,
+        "certificateExpiration": facts.expires,
     }
+    authentication.pop("certificateExpirationDate", None)

@@ -75,7 +75,7 @@ def definition_problems(
         )
     problems += [
         FieldError(f"properties.{problem.field}", problem.problem)
-        for problem in timing_problems(properties.start_time, properties.recurrence, now)
+        for problem in timing_problems(properties.starts_at, properties.recurrence, now)
     ]
     action = properties.action
     problems += _action_problems(action, "properties.action", sku, now)
@@ -296,7 +296,7 @@ def _retry_problems(
         return []
     problems = []
     shortest = SHORTEST_RETRY_FREE if sku is SkuName.FREE else SHORTEST_RETRY
-    interval = policy.retry_interval
+    interval = policy.interval
     if interval is not None and interval < shortest:
         where = " in a Free job collection" if sku is SkuName.FREE else ""
         problems.append(

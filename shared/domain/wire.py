@@ -2,14 +2,17 @@
 
 ARM matches property names without regard to case (the published 2016-03-01 description spells
 `monthlyOccurrences[].Occurrence` with a capital O, the docs write `occurrence`), accepts enum
-values in any case (the docs' own examples say "week" and "http"), and answers in camelCase with
-PascalCase enum values. Unknown properties are refused so that a typo is never silently dropped.
+values in any case (the docs' own examples say "week" and "http"), and answers in camelCase. Each
+enum answers in the spelling the real service used in its recorded responses (docs/behaviour.md
+#spellings): some camelCase (`enabled`, `week`, `netMessaging`), some PascalCase (`Standard`,
+`Http`). Unknown properties are refused so that a typo is never silently dropped.
 """
 
 from __future__ import annotations
 
 import enum
 import functools
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -20,7 +23,7 @@ from pydantic_core import PydanticCustomError
 
 
 class WireEnum(enum.StrEnum):
-    """An enum whose values are read in any case and written in their canonical spelling."""
+    """An enum whose values are read in any case and written in the service's own spelling."""
 
     @classmethod
     def _missing_(cls, value: object) -> WireEnum | None:
@@ -111,10 +114,29 @@ def _read_instant(value: Any) -> datetime:
 Instant = Annotated[datetime, BeforeValidator(_read_instant)]
 """An ISO 8601 date or date-time, read as an aware UTC datetime (no offset means UTC)."""
 
+# The digit after the microseconds: .NET clients send times to the 100 ns (7 digits).
+_SEVENTH_DIGIT = re.compile(r"T[^.,]*[.,]\d{6}(\d)")
 
-def iso(instant: datetime) -> str:
-    """An instant as the API writes it: ISO 8601 in UTC, with a Z."""
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+def _read_sent_instant(value: Any) -> str:
+    moment = _read_instant(value)
+    seventh = _SEVENTH_DIGIT.search(value) if isinstance(value, str) else None
+    return iso(moment, hundred_ns=int(seventh.group(1)) if seventh else 0)
+
+
+SentInstant = Annotated[str, BeforeValidator(_read_sent_instant)]
+"""An ISO 8601 date or date-time, kept as the API echoes it (docs/behaviour.md#times): in UTC
+with a Z, to the 100 ns that .NET clients send (a datetime holds only microseconds). Read it
+with `parse_iso`."""
+
+
+def iso(instant: datetime, *, hundred_ns: int = 0) -> str:
+    """An instant as the API writes it: ISO 8601 in UTC with a Z, the fraction of a second only
+    as long as it needs to be (`...:55.4695Z`, `...:00Z`), as the real service wrote times."""
+    utc = instant.astimezone(UTC)
+    whole_seconds = utc.replace(microsecond=0, tzinfo=None).isoformat()
+    fraction = f"{utc.microsecond:06d}{hundred_ns}".rstrip("0")
+    return f"{whole_seconds}.{fraction}Z" if fraction else f"{whole_seconds}Z"
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -127,5 +149,5 @@ def ticks(instant: datetime) -> int:
 
 
 def parse_iso(text: str) -> datetime:
-    """An instant the service wrote with `iso`."""
+    """An instant the service wrote with `iso` (to the microsecond: a seventh digit is cut)."""
     return datetime.fromisoformat(text)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import CollectionState, Quota, SkuName
+from shared.domain.collection import CollectionState, SkuName, effective_quota, with_state
 from shared.domain.decisions import resumed
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
@@ -21,7 +21,7 @@ from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
 from shared.execution.dispatch import Dispatcher
 from shared.storage.concurrency import optimistic_attempts
-from shared.storage.errors import ModifiedConcurrently
+from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
 
 
@@ -55,14 +55,15 @@ class Scheduling:
                 f"The job '{job.name}' is {current.document.state.value}, a final state: "
                 "it can no longer be changed, only deleted."
             )
-        definition = stored_definition(properties, sku=sku)
-        quota = Quota.model_validate(collection.document["properties"]["quota"])
+        definition = stored_definition(properties)
+        quota = effective_quota(collection.document)
         conflict = recurrence_conflict(occurrences_of(definition, now), quota)
         if conflict:
             raise Refused(conflict)
         document = JobDocument.defined(
             definition,
             now,
+            sku=sku,
             region=collection.document.get("location") or "",
             previous=current.document if current else None,
         )
@@ -111,15 +112,39 @@ class Scheduling:
         *,
         preconditions: Preconditions,
         previous: StoredCollection | None,
+        jobs_state: JobState | None = None,
     ) -> tuple[StoredCollection, bool]:
-        """Save a collection; its jobs' executor sees its state change, and jobs resume with it."""
+        """Save a collection; its jobs' executor sees its state change, and jobs resume with it.
+        With `jobs_state`, every job that is not final takes that state too (POST enable and
+        disable)."""
         state = document["properties"]["state"]
         enabled = CollectionState.ENABLED.value
         if state != enabled:  # off before the document says so: nothing runs in between
             self._store.set_collection_state(collection, state)
         stored, created = self._store.save_collection(collection, document, preconditions)
+        if state != enabled and jobs_state is not None:
+            self.set_job_states(stored.id, jobs_state, now)
         if state == enabled:
             self._store.set_collection_state(collection, state)
-            if previous is not None and previous.document["properties"]["state"] != enabled:
-                self.set_job_states(stored.id, None, now)
+            was_off = previous is not None and previous.document["properties"]["state"] != enabled
+            if was_off or jobs_state is not None:
+                self.set_job_states(stored.id, jobs_state, now)
         return stored, created
+
+    def switch_collection(
+        self, collection: CollectionId, state: CollectionState, jobs_state: JobState, now: datetime
+    ) -> None:
+        """The collection in `state` and its jobs in `jobs_state` (POST enable and disable),
+        without losing a change made to the collection meanwhile."""
+        for _ in optimistic_attempts():
+            current = self._store.existing_collection(collection)
+            try:
+                self.save_collection(
+                    collection, with_state(current.document, state), now,
+                    preconditions=Preconditions(if_match=current.etag), previous=current,
+                    jobs_state=jobs_state,
+                )  # fmt: skip
+                return
+            except EtagMismatch:
+                continue
+        raise ModifiedConcurrently("job collection")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from shared.domain.ids import CollectionId, JobId
+
 
 class StorageError(Exception):
     """A write or read that storage could not carry out as asked."""
@@ -10,9 +12,9 @@ class StorageError(Exception):
 class NotFound(StorageError):
     """The collection or job does not exist."""
 
-    def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"the {kind} '{name}' does not exist")
-        self.kind, self.name = kind, name
+    def __init__(self, resource: CollectionId | JobId) -> None:
+        super().__init__(f"{resource.arm_id} does not exist")
+        self.resource = resource
 
 
 class ModifiedConcurrently(StorageError):

@@ -24,6 +24,7 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
 from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.concurrency import (
     CONTENDED_WRITE_ATTEMPTS,
@@ -218,7 +219,7 @@ class Store:
         """The collection, or NotFound."""
         stored = self.collection(collection)
         if stored is None:
-            raise NotFound("job collection", collection.name)
+            raise NotFound(collection)
         return stored
 
     def collections(
@@ -273,10 +274,10 @@ class Store:
         """The job, or NotFound."""
         stored = self.job(job)
         if stored is None:
-            raise NotFound("job", job.arm_name)
+            raise NotFound(job)
         return stored
 
-    def jobs(self, collection: CollectionId, state: str | None = None) -> list[StoredJob]:
+    def jobs(self, collection: CollectionId, state: JobState | None = None) -> list[StoredJob]:
         """The jobs of a collection in name order, optionally only those in one state."""
         query = "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
         parameters = {
@@ -284,10 +285,10 @@ class Store:
             "counters": _AFTER_COUNTERS,
             "history": _HISTORY_MARK,
         }
-        if state is not None:
-            query += " and State eq @state"
-            parameters["state"] = state
-        return list(self._jobs.query(query, **parameters))
+        found = self._jobs.query(query, **parameters)
+        # Filtered here, not by the query: the State column of rows written before the state's
+        # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
+        return [job for job in found if state is None or job.document.state is state]
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         """The job, and its collection's job count when the job is new or `counted` is asked.

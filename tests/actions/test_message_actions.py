@@ -310,7 +310,7 @@ def test_a_service_bus_action_failing_falls_back_to_a_queue_error_action(storage
     _, envelope = only_message(queue)
     assert envelope.findtext("Message") == "orders feed is down"
     assert envelope.findtext("SchedulerJobId") == "bus-then-queue"
-    assert envelope.findtext("Region") == "westeurope"
+    assert envelope.findtext("Region") == "West Europe"
 
 
 def test_keys_and_tokens_stay_out_of_history(storage: str, broker: AmqpBroker) -> None:

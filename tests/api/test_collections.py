@@ -9,6 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.domain.collection import MaxRecurrence, Quota, effective_quota
+from shared.domain.ids import CollectionId
+from shared.domain.schedule.recurrence import Frequency
+from shared.storage.store import Store
+from tests.conftest import Service
+
 SUBSCRIPTION = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
 
 
@@ -29,6 +35,24 @@ def create(api: httpx.Client, name: str, body: dict[str, Any] | None = None, **p
     return response
 
 
+def put_job(api: httpx.Client, collection: str, frequency: str = "Hour", name: str | None = None) -> httpx.Response:
+    """A job recurring once every `frequency`, in `collection` of the default resource group."""
+    body = {"properties": {"action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+                           "recurrence": {"frequency": frequency, "interval": 1}}}  # fmt: skip
+    return api.put(f"{collection_path(collection)}/jobs/{name or unique('job')}", json=body)
+
+
+def too_often(response: httpx.Response) -> bool:
+    """Whether `response` refuses a job for recurring more often than its collection allows."""
+    return response.status_code == 409 and "quota maxRecurrence allows (once every 1 hour)" in response.text
+
+
+def stored_quota(service: Service, name: str) -> Quota:
+    """The quota the jobs of a collection live under, from the collection as stored."""
+    store = Store.from_connection_string(service.storage)
+    return effective_quota(store.existing_collection(CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)).document)
+
+
 def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) -> None:
     name = unique("Nightly")
     created = create(api, name, {"location": "North Europe", "tags": {"team": "data"}})
@@ -38,11 +62,7 @@ def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) ->
         "name": name,
         "location": "North Europe",
         "tags": {"team": "data"},
-        "properties": {
-            "sku": {"name": "Standard"},
-            "state": "Enabled",
-            "quota": {"maxJobCount": 50, "maxRecurrence": {"frequency": "Minute", "interval": 1}},
-        },
+        "properties": {"sku": {"name": "Standard"}, "state": "Enabled"},  # no quota sent, none shown
     }
     assert created.json() == expected
     assert created.headers["ETag"]
@@ -52,36 +72,81 @@ def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) ->
     assert fetched.headers["ETag"] == created.headers["ETag"]
 
 
+def test_a_collection_without_tags_has_no_tags_key(api: httpx.Client) -> None:
+    name = unique()
+    assert "tags" not in create(api, name).json()
+    assert "tags" not in api.get(collection_path(name)).json()
+    assert "tags" not in create(api, unique(), {"location": "West Europe", "tags": {}}).json()
+
+
+@pytest.mark.parametrize(
+    ("location", "answered"),
+    [("westus", "West US"), ("WestUS", "West US"), ("West US", "West US"), ("northeurope", "North Europe"),
+     ("eastus2", "East US 2"), ("Mars Central", "Mars Central")],
+)  # fmt: skip
+def test_the_location_is_answered_by_its_display_name(api: httpx.Client, location: str, answered: str) -> None:
+    name = unique()
+    assert create(api, name, {"location": location}).json()["location"] == answered
+    assert api.get(collection_path(name)).json()["location"] == answered
+    patched = api.patch(collection_path(name), json={"location": "westeurope"})
+    assert patched.json()["location"] == "West Europe"
+
+
 @pytest.mark.parametrize(
     ("sku", "jobs", "frequency"),
     [("free", 5, "Hour"), ("STANDARD", 50, "Minute"), ("P10Premium", 50, "Minute"), ("p20premium", 1000, "Minute")],
 )
-def test_each_sku_brings_its_quota(api: httpx.Client, sku: str, jobs: int, frequency: str) -> None:
-    body = create(api, unique(), {"location": "West Europe", "properties": {"sku": {"name": sku}}}).json()
-    assert body["properties"]["quota"] == {
-        "maxJobCount": jobs,
-        "maxRecurrence": {"frequency": frequency, "interval": 1},
-    }
+def test_each_sku_brings_its_quota_without_showing_it(
+    api: httpx.Client, service: Service, sku: str, jobs: int, frequency: str
+) -> None:
+    name = unique()
+    body = create(api, name, {"location": "West Europe", "properties": {"sku": {"name": sku}}}).json()
+    assert "quota" not in body["properties"]
+    assert "quota" not in api.get(collection_path(name)).json()["properties"]
+    assert stored_quota(service, name) == Quota(
+        max_job_count=jobs, max_recurrence=MaxRecurrence(frequency=Frequency(frequency.lower()))
+    )
+    # The SKU's maxRecurrence applies although the collection does not show it.
+    minutely = put_job(api, name, "Minute")
+    assert too_often(minutely) if frequency == "Hour" else minutely.status_code == 201
+    assert put_job(api, name, "Hour").status_code == 201
 
 
-def test_a_collection_quota_overrides_the_sku_default(api: httpx.Client) -> None:
+def test_a_free_collection_shows_no_quota_but_holds_only_five_jobs(api: httpx.Client) -> None:
+    name = unique()
+    create(api, name, {"location": "West Europe", "properties": {"sku": {"name": "Free"}}})
+    for _ in range(5):
+        assert put_job(api, name).status_code == 201
+    sixth = put_job(api, name)
+    assert sixth.status_code == 409
+    assert "already holds 5 jobs, its quota maxJobCount" in sixth.json()["error"]["message"]
+    assert "quota" not in api.get(collection_path(name)).json()["properties"]
+
+
+def test_a_collection_quota_overrides_the_sku_default_and_shows_only_what_was_sent(
+    api: httpx.Client, service: Service
+) -> None:
+    name = unique()
     body = create(
-        api, unique(),
+        api, name,
         {"location": "West Europe", "properties": {"sku": {"name": "Free"}, "quota": {"maxJobCount": 2}}},
     ).json()  # fmt: skip
-    assert body["properties"]["quota"] == {
-        "maxJobCount": 2,
-        "maxRecurrence": {"frequency": "Hour", "interval": 1},
-    }
+    assert body["properties"]["quota"] == {"maxJobCount": 2}
+    assert api.get(collection_path(name)).json()["properties"]["quota"] == {"maxJobCount": 2}
+    assert stored_quota(service, name) == Quota(max_job_count=2, max_recurrence=MaxRecurrence(frequency=Frequency.HOUR))
+    assert [put_job(api, name).status_code for _ in range(3)] == [201, 201, 409]
+    assert too_often(put_job(api, name, "Minute"))  # the Free maxRecurrence still applies
 
 
-def test_put_again_replaces_and_answers_200(api: httpx.Client) -> None:
+def test_put_again_replaces_and_answers_201(api: httpx.Client) -> None:
     name = unique()
-    create(api, name, {"location": "West Europe", "tags": {"a": "1"}})
+    create(api, name, {"location": "West Europe", "tags": {"a": "1"}, "properties": {"quota": {"maxJobCount": 3}}})
     replaced = api.put(collection_path(name), json={"location": "East US"})
-    assert replaced.status_code == 200
+    assert replaced.status_code == 201  # as the real service answered a replacement too
     assert replaced.json()["location"] == "East US"
-    assert replaced.json()["tags"] == {}
+    assert "tags" not in replaced.json()
+    assert "quota" not in replaced.json()["properties"]
+    assert api.get(collection_path(name)).json() == replaced.json()
 
 
 def test_names_are_case_insensitive_and_keep_their_case(api: httpx.Client) -> None:
@@ -104,9 +169,13 @@ def test_patch_merges_what_it_sets(api: httpx.Client) -> None:
     body = patched.json()
     assert body["properties"]["state"] == "Disabled"
     assert body["tags"] == {"a": "1"}
-    assert body["properties"]["quota"]["maxJobCount"] == 7
-    to_free = api.patch(collection_path(name), json={"properties": {"sku": {"name": "Free"}}}).json()
-    assert to_free["properties"]["quota"] == {"maxJobCount": 5, "maxRecurrence": {"frequency": "Hour", "interval": 1}}
+    assert body["properties"]["quota"] == {"maxJobCount": 7}
+    more = api.patch(collection_path(name), json={"properties": {"quota": {"maxRecurrence": {"frequency": "hour"}}}})
+    assert more.json()["properties"]["quota"] == {"maxJobCount": 7, "maxRecurrence": {"frequency": "hour", "interval": 1}}
+    to_free = api.patch(collection_path(name), json={"properties": {"sku": {"name": "Free"}, "state": "Enabled"}})
+    assert to_free.status_code == 200
+    assert "quota" not in to_free.json()["properties"]  # a new SKU brings its own defaults, not shown
+    assert too_often(put_job(api, name, "Minute"))  # the Free maxRecurrence applies
     assert api.patch(collection_path(unique()), json={"tags": {}}).status_code == 404
 
 
@@ -117,7 +186,7 @@ def test_if_match_is_honoured(api: httpx.Client) -> None:
     assert stale.status_code == 412
     assert stale.json()["error"]["code"] == "PreconditionFailed"
     current = api.put(collection_path(name), json={"location": "East US"}, headers={"If-Match": etag})
-    assert current.status_code == 200
+    assert current.status_code == 201
     assert current.headers["ETag"] != etag
     assert api.patch(collection_path(name), json={"tags": {}}, headers={"If-Match": etag}).status_code == 412
     assert api.put(collection_path(name), json={"location": "x"}, headers={"If-None-Match": "*"}).status_code == 412
@@ -132,7 +201,11 @@ def test_delete_then_not_found(api: httpx.Client) -> None:
     missing = api.get(collection_path(name))
     assert missing.status_code == 404
     assert missing.json() == {
-        "error": {"code": "ResourceNotFound", "message": f"The job collection '{name}' was not found."}
+        "error": {
+            "code": "ResourceNotFound",
+            "message": f"The Resource 'Microsoft.Scheduler/jobcollections/{name}' under resource group "
+            "'scheduler-rg' was not found.",
+        }
     }
     assert api.delete(collection_path(name)).status_code == 204
 
@@ -147,9 +220,30 @@ def test_list_by_resource_group_and_by_subscription(api: httpx.Client) -> None:
     in_group = api.get(f"{base}/resourceGroups/rg-one/providers/Microsoft.Scheduler/jobCollections")
     assert in_group.status_code == 200
     assert sorted(item["name"] for item in in_group.json()["value"]) == sorted(names["rg-one"])
-    everything = api.get(f"{base}/providers/Microsoft.Scheduler/jobCollections").json()["value"]
-    assert sorted(item["name"] for item in everything) == sorted(itertools.chain(*names.values()))
-    assert api.get("/subscriptions/nobody/providers/Microsoft.Scheduler/jobCollections").json() == {"value": []}
+    assert in_group.json()["nextLink"] is None
+    everything = api.get(f"{base}/providers/Microsoft.Scheduler/jobCollections").json()
+    assert sorted(item["name"] for item in everything["value"]) == sorted(itertools.chain(*names.values()))
+    assert everything["nextLink"] is None
+    nobody = api.get("/subscriptions/nobody/providers/Microsoft.Scheduler/jobCollections").json()
+    assert nobody == {"value": [], "nextLink": None}
+
+
+def test_disable_and_enable_set_the_collection_state_and_its_jobs(api: httpx.Client) -> None:
+    name = unique()
+    create(api, name)
+    jobs = [unique("job") for _ in range(2)]
+    for job in jobs:
+        assert put_job(api, name, name=job).status_code == 201
+    assert api.post(f"{collection_path(name)}/disable").status_code == 200
+    assert api.get(collection_path(name)).json()["properties"]["state"] == "Disabled"
+    listed = api.get(f"{collection_path(name)}/jobs").json()["value"]
+    assert sorted(job["properties"]["state"] for job in listed) == ["disabled", "disabled"]
+    assert api.post(f"{collection_path(name)}/enable").status_code == 200
+    assert api.get(collection_path(name)).json()["properties"]["state"] == "Enabled"
+    for job in jobs:
+        properties = api.get(f"{collection_path(name)}/jobs/{job}").json()["properties"]
+        assert properties["state"] == "enabled"
+        assert "nextExecutionTime" in properties["status"]
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,13 @@ import pytest
 from shared.api.arm import serve
 from shared.api.collection_operations import list_collections_in_subscription
 from shared.api.errors import MissingApiVersion, arm_error
+from shared.domain.ids import CollectionId, JobId
 from shared.domain.problems import InvalidRequest, Refused
 from shared.services import Services
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+
+# The recorded wording: the job's own, and the ARM gateway's for a collection.
+NIGHTLY = JobId.of(CollectionId.of("00000000-0000-0000-0000-000000000000", "rg", "jc"), "nightly")
 
 
 @pytest.mark.parametrize(
@@ -20,12 +24,14 @@ from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, 
     [
         (InvalidRequest.because("properties.action", "is required"), 400, "BadRequest", "properties.action: is required"),
         (Refused("The job 'x' is Completed, a final state"), 409, "Conflict", "The job 'x' is Completed, a final state"),
-        (NotFound("job", "jc/nightly"), 404, "ResourceNotFound", "The job 'jc/nightly' was not found."),
+        (NotFound(NIGHTLY), 404, "NotFound", "Job 'nightly' cannot be found."),
+        (NotFound(NIGHTLY.collection), 404, "ResourceNotFound",
+         "The Resource 'Microsoft.Scheduler/jobcollections/jc' under resource group 'rg' was not found."),
         (ModifiedConcurrently("job"), 409, "Conflict", "The job is being changed by other requests; try again."),
         (EtagMismatch(), 412, "PreconditionFailed", "The resource has changed since it was read: its ETag does not match If-Match."),
         (QuotaExceeded(5), 409, "Conflict", "The job collection already holds 5 jobs, its quota maxJobCount; delete a job or raise the quota."),
     ],
-    ids=["invalid", "refused", "not-found", "modified-concurrently", "etag-mismatch", "quota-exceeded"],
+    ids=["invalid", "refused", "job-not-found", "collection-not-found", "modified-concurrently", "etag-mismatch", "quota-exceeded"],
 )
 def test_each_failure_of_a_lower_layer_has_its_arm_error(failure: Exception, status: int, code: str, message: str) -> None:
     error = arm_error(failure)

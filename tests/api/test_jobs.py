@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import pkcs12
-from cryptography.x509.oid import NameOID
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.storage.store import Preconditions, Store
 from tests.conftest import Service
+from tests.factories import made_pfx
 
 SUBSCRIPTION = "5b7c0000-1111-2222-3333-444444444444"
 SECRET_VALUES = ("hunter2", "oauth-secret-value", "sv=2020&sig=abc", "c2FzLWtleQ==", "pfx-password")
@@ -64,22 +59,6 @@ def put_job(api: httpx.Client, collection: str, body: dict[str, Any], name: str 
     return api.put(job_path(collection, name or unique("job")), json=body)
 
 
-def made_pfx(password: str) -> tuple[str, str]:
-    """A self-signed certificate in a pfx (base64), and its thumbprint."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "scheduler-client")])
-    now = datetime.now(UTC)
-    certificate = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=30)).sign(key, hashes.SHA256())
-    )
-    pfx = pkcs12.serialize_key_and_certificates(
-        b"client", key, certificate, None, serialization.BestAvailableEncryption(password.encode())
-    )
-    return base64.b64encode(pfx).decode(), certificate.fingerprint(hashes.SHA1()).hex().upper()
-
-
 @pytest.fixture
 def collection(api: httpx.Client) -> str:
     return new_collection(api)
@@ -98,8 +77,10 @@ def test_create_then_get_with_defaults_and_status(api: httpx.Client, collection:
     assert job["type"] == "Microsoft.Scheduler/jobCollections/jobs"
     assert job["name"] == f"{collection}/Nightly-Cleanup"
     properties = job["properties"]
-    assert properties["state"] == "Enabled"
-    assert properties["action"]["retryPolicy"] == {"retryType": "Fixed", "retryInterval": "PT30S", "retryCount": 4}
+    assert properties["state"] == "enabled"
+    assert properties["startTime"] == start
+    assert properties["recurrence"] == {"frequency": "hour", "interval": 2}
+    assert "retryPolicy" not in properties["action"]  # echoed only if sent; its defaults still apply
     assert properties["status"] == {
         "executionCount": 0, "failureCount": 0, "faultedCount": 0, "nextExecutionTime": start,
     }
@@ -122,9 +103,45 @@ def test_enum_values_and_names_in_any_case(api: httpx.Client, collection: str) -
                            "state": "disabled"}}  # fmt: skip
     job = put_job(api, collection, body).json()["properties"]
     assert job["action"]["type"] == "Http"
-    assert job["recurrence"]["schedule"]["weekDays"] == ["Monday"]
-    assert job["state"] == "Disabled"
-    assert "nextExecutionTime" not in job["status"]
+    assert job["recurrence"]["frequency"] == "week"
+    assert job["recurrence"]["schedule"]["weekDays"] == ["monday"]
+    assert job["state"] == "disabled"
+    assert "status" not in job  # disabled and never run: no status at all
+
+
+def test_enum_values_are_answered_in_the_spelling_of_the_real_service(api: httpx.Client, collection: str) -> None:
+    action = {"type": "SERVICEBUSQUEUE", "serviceBusQueueMessage": {
+        "queueName": "q1", "namespace": "my-namespace", "message": "m", "transportType": "NETMESSAGING",
+        "authentication": {"sasKeyName": "RootManageSharedAccessKey", "sasKey": "c2FzLWtleQ==", "type": "SHAREDACCESSKEY"}},
+        "retryPolicy": {"retryType": "FIXED", "retryInterval": "PT1M", "retryCount": 2},
+        "errorAction": {"type": "http", "request": {"uri": "http://example.org/", "method": "GET",
+                                                    "authentication": {"type": "basic", "username": "u", "password": "p"}},
+                        "retryPolicy": {"retryType": "NONE"}}}  # fmt: skip
+    recurrence = {"frequency": "MONTH", "schedule": {"monthlyOccurrences": [{"day": "SUNDAY", "occurrence": 1}]}}
+    properties = put_job(api, collection, http_job(action=action, recurrence=recurrence, state="ENABLED")).json()["properties"]
+    assert properties["state"] == "enabled"
+    assert properties["recurrence"] == {"frequency": "month", "interval": 1,
+                                        "schedule": {"monthlyOccurrences": [{"day": "sunday", "occurrence": 1}]}}  # fmt: skip
+    answered = properties["action"]
+    assert answered["type"] == "ServiceBusQueue"
+    assert answered["serviceBusQueueMessage"]["transportType"] == "netMessaging"
+    assert answered["serviceBusQueueMessage"]["authentication"]["type"] == "sharedAccessKey"
+    assert answered["retryPolicy"] == {"retryType": "fixed", "retryInterval": "PT1M", "retryCount": 2}
+    assert answered["errorAction"]["type"] == "Http"
+    assert answered["errorAction"]["request"]["authentication"]["type"] == "Basic"
+    assert answered["errorAction"]["retryPolicy"] == {"retryType": "none"}
+    for transport, spelled in (("amqp", "amqp"), ("NotSpecified", "notSpecified")):
+        message = action["serviceBusQueueMessage"] | {"transportType": transport}
+        sent = put_job(api, collection, http_job(action=action | {"serviceBusQueueMessage": message}))
+        assert sent.json()["properties"]["action"]["serviceBusQueueMessage"]["transportType"] == spelled
+
+
+def test_a_missing_job_is_404_naming_it(api: httpx.Client, collection: str) -> None:
+    missing = api.get(job_path(collection, "Nowhere-Job"))
+    assert missing.status_code == 404
+    assert missing.json() == {"error": {"code": "NotFound", "message": "Job 'Nowhere-Job' cannot be found."}}
+    patched = api.patch(job_path(collection, "Nowhere-Job"), json={"properties": {"state": "Disabled"}})
+    assert (patched.status_code, patched.json()["error"]["code"]) == (404, "NotFound")
 
 
 def test_status_sent_by_a_client_is_ignored(api: httpx.Client, collection: str) -> None:
@@ -135,9 +152,13 @@ def test_status_sent_by_a_client_is_ignored(api: httpx.Client, collection: str) 
 
 
 def test_a_job_needs_an_existing_collection(api: httpx.Client) -> None:
-    response = put_job(api, unique("nowhere"), http_job())
+    collection = unique("nowhere")
+    response = put_job(api, collection, http_job())
     assert response.status_code == 404
-    assert response.json()["error"]["code"] == "ResourceNotFound"
+    assert response.json() == {"error": {
+        "code": "ResourceNotFound",
+        "message": f"The Resource 'Microsoft.Scheduler/jobcollections/{collection}' under resource group 'jobs-rg' was not found.",
+    }}  # fmt: skip
 
 
 def test_the_sdk_spelling_of_occurrence_is_accepted(api: httpx.Client) -> None:
@@ -145,7 +166,7 @@ def test_the_sdk_spelling_of_occurrence_is_accepted(api: httpx.Client) -> None:
     body = http_job(recurrence={"frequency": "Month", "schedule": {"monthlyOccurrences": [{"day": "Friday", "Occurrence": -1}]}})
     response = put_job(api, collection, body)
     assert response.status_code == 201, response.text
-    assert response.json()["properties"]["recurrence"]["schedule"]["monthlyOccurrences"] == [{"day": "Friday", "occurrence": -1}]
+    assert response.json()["properties"]["recurrence"]["schedule"]["monthlyOccurrences"] == [{"day": "friday", "occurrence": -1}]
 
 
 # --- secrets ----------------------------------------------------------------------------------
@@ -200,7 +221,8 @@ def test_client_certificate_shows_its_facts(api: httpx.Client, collection: str) 
     authentication = put_job(api, collection, http_job(action=action)).json()["properties"]["action"]["request"]["authentication"]
     assert authentication["certificateThumbprint"] == thumbprint
     assert authentication["certificateSubjectName"] == "CN=scheduler-client"
-    assert authentication["certificateExpirationDate"].endswith("Z")
+    assert authentication["certificateExpiration"].endswith("Z")
+    assert "certificateExpirationDate" not in authentication
 
 
 def test_a_pfx_that_does_not_open_with_its_password_is_400(api: httpx.Client, collection: str) -> None:
@@ -266,7 +288,12 @@ INVALID = [
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryCount": 21}}},
      "properties.action.retryPolicy.retryCount: 21 is too many: the most allowed is 20"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "soon"}}},
-     "properties.action.retryPolicy.retryInterval: 'soon' is not an ISO 8601 duration"),
+     "properties.action.retryPolicy.retryInterval: 'soon' is not an ISO 8601 duration such as 'PT30S' "
+     "or a TimeSpan such as '00:00:30'"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "00:00:10"}}},
+     "properties.action.retryPolicy.retryInterval: 10 seconds is too short: the least allowed is 15 seconds"),
+    ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "25:00:00"}}},
+     "properties.action.retryPolicy.retryInterval: '25:00:00' is not a TimeSpan"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryType": "Fixed", "retryInterval": "P99999999Y"}}},
      "properties.action.retryPolicy.retryInterval: 'P99999999Y' is longer than any duration allowed"),
     ({"startTime": "0001-01-01T00:00:00Z", "recurrence": {"frequency": "Minute", "timeZone": "Pacific/Kiritimati"}},
@@ -274,14 +301,14 @@ INVALID = [
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "errorAction": {"type": "Http"}}},
      "properties.action.errorAction.request: is required for action type Http"),
     ({"recurrence": {"frequency": "Day", "schedule": {"weekDays": ["Monday"]}}},
-     "properties.recurrence.schedule.weekDays: is allowed only with frequency Week, not Day"),
+     "properties.recurrence.schedule.weekDays: is allowed only with frequency week, not day"),
     ({"recurrence": {"frequency": "Hour", "interval": 1001}},
-     "properties.recurrence.interval: 1001 is too long for frequency Hour"),
+     "properties.recurrence.interval: 1001 is too long for frequency hour"),
     ({"startTime": "2099-01-01T00:00:00Z"}, "properties.startTime: 2099-01-01T00:00:00+00:00 is more than 18 months away"),
     ({"recurence": {"frequency": "Hour"}}, "properties.recurence: is not a known property"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {"str": 5}}}},
      "properties.action.request.headers.str: must be a string, not 5"),
-    ({"state": "Completed"}, "properties.state: only Enabled or Disabled can be set; Completed is set by the service"),
+    ({"state": "Completed"}, "properties.state: only enabled or disabled can be set; completed is set by the service"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "POST", "headers": {f"h{i}": "v" * 300 for i in range(48)}, "body": "b" * 8000}}},
      "properties: the job definition is"),
 ]  # fmt: skip
@@ -304,8 +331,69 @@ def test_free_collections_need_retry_intervals_of_an_hour(api: httpx.Client) -> 
     response = put_job(api, collection, http_job(action=action))
     assert response.status_code == 400
     assert "30 minutes is too short in a Free job collection: the least allowed is 1 hour" in response.text
-    default = put_job(api, collection, http_job()).json()["properties"]["action"]["retryPolicy"]
-    assert default == {"retryType": "Fixed", "retryInterval": "PT1H", "retryCount": 4}
+    as_timespan = put_job(api, collection, http_job(action=action | {"retryPolicy": {"retryType": "Fixed", "retryInterval": "00:30:00"}}))
+    assert as_timespan.status_code == 400
+    assert "30 minutes is too short in a Free job collection: the least allowed is 1 hour" in as_timespan.text
+    hourly = put_job(api, collection, http_job(action=action | {"retryPolicy": {"retryType": "Fixed", "retryInterval": "01:00:00"}}))
+    assert hourly.status_code == 201, hourly.text
+    assert hourly.json()["properties"]["action"]["retryPolicy"] == {"retryType": "fixed", "retryInterval": "01:00:00"}
+    default = put_job(api, collection, http_job())
+    assert default.status_code == 201, default.text  # its default interval (1 hour) is not refused
+    assert "retryPolicy" not in default.json()["properties"]["action"]
+
+
+# --- retryPolicy and startTime echoed as sent ---------------------------------------------------
+
+
+def retry_every(interval: str) -> dict[str, Any]:
+    return {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"},
+            "retryPolicy": {"retryType": "Fixed", "retryInterval": interval, "retryCount": 3}}  # fmt: skip
+
+
+@pytest.mark.parametrize("interval", ["00:01:00", "PT1M", "1.02:03:04", "00:00:30.5", "PT30S", "P1D", "0:15"])
+def test_a_retry_interval_reads_back_in_the_form_it_was_sent(api: httpx.Client, collection: str, interval: str) -> None:
+    name = unique("retry")
+    created = put_job(api, collection, http_job(action=retry_every(interval)), name=name)
+    assert created.status_code == 201, created.text
+    expected = {"retryType": "fixed", "retryInterval": interval, "retryCount": 3}
+    assert created.json()["properties"]["action"]["retryPolicy"] == expected
+    assert api.get(job_path(collection, name)).json()["properties"]["action"]["retryPolicy"] == expected
+
+
+def test_a_retry_policy_is_echoed_only_with_what_was_sent(api: httpx.Client, collection: str) -> None:
+    action = {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET"}, "retryPolicy": {"retryCount": 2}}
+    policy = put_job(api, collection, http_job(action=action)).json()["properties"]["action"]["retryPolicy"]
+    assert policy == {"retryCount": 2}
+    none = action | {"retryPolicy": {"retryType": "None"}}
+    assert put_job(api, collection, http_job(action=none)).json()["properties"]["action"]["retryPolicy"] == {"retryType": "none"}
+
+
+@pytest.mark.parametrize(
+    ("sent", "answered"),
+    [("{day}T03:04:05.1234567Z", "{day}T03:04:05.1234567Z"),
+     ("{day}T05:04:05+02:00", "{day}T03:04:05Z"),
+     ("{day}T03:04:05.1200000Z", "{day}T03:04:05.12Z"),
+     ("{day}T03:04:05", "{day}T03:04:05Z")],
+)  # fmt: skip
+def test_start_time_reads_back_in_utc_to_the_100_ns(api: httpx.Client, collection: str, sent: str, answered: str) -> None:
+    # A day ahead (a start may lie at most 18 months ahead), at the same time of day every run.
+    day = (datetime.now(UTC) + timedelta(days=2)).date().isoformat()
+    sent, answered = sent.format(day=day), answered.format(day=day)
+    name = unique("start")
+    created = put_job(api, collection, {"properties": {"startTime": sent, "action": retry_every("PT30S")}}, name=name)
+    assert created.status_code == 201, created.text
+    assert created.json()["properties"]["startTime"] == answered
+    assert api.get(job_path(collection, name)).json()["properties"]["startTime"] == answered
+
+
+def test_the_next_execution_time_shows_a_fraction_only_when_there_is_one(api: httpx.Client, collection: str) -> None:
+    start = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    whole = put_job(api, collection, http_job(startTime=start.isoformat())).json()["properties"]
+    assert whole["status"]["nextExecutionTime"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    half = start.replace(microsecond=500_000)
+    fraction = put_job(api, collection, http_job(startTime=half.isoformat())).json()["properties"]
+    assert fraction["startTime"] == start.strftime("%Y-%m-%dT%H:%M:%S.5Z")
+    assert fraction["status"]["nextExecutionTime"] == start.strftime("%Y-%m-%dT%H:%M:%S.5Z")
 
 
 # --- quotas and final states ------------------------------------------------------------------
@@ -362,7 +450,7 @@ def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str
     for attempt in (api.put(job_path(collection, name), json=http_job()),
                     api.patch(job_path(collection, name), json={"properties": {"state": "Enabled"}})):  # fmt: skip
         assert attempt.status_code == 409
-        assert "is Completed, a final state" in attempt.json()["error"]["message"]
+        assert f"The job '{name}' is completed, a final state" in attempt.json()["error"]["message"]
     assert api.delete(job_path(collection, name)).status_code == 200
 
 
@@ -377,7 +465,7 @@ def test_patch_merges_and_null_removes(api: httpx.Client, collection: str) -> No
     patched = api.patch(job_path(collection, name), json={"properties": {"recurrence": {"interval": 3}}})
     assert patched.status_code == 200, patched.text
     properties = patched.json()["properties"]
-    assert properties["recurrence"] == {"frequency": "Hour", "interval": 3}
+    assert properties["recurrence"] == {"frequency": "hour", "interval": 3}
     assert properties["action"]["request"]["authentication"] == {"type": "Basic", "username": "u"}
     removed = api.patch(job_path(collection, name), json={"properties": {"action": {"request": {"authentication": None}}}})
     assert "authentication" not in removed.json()["properties"]["action"]["request"]
@@ -403,7 +491,7 @@ def test_delete_job_and_deleting_a_collection_deletes_its_jobs(api: httpx.Client
     assert api.delete(job_path(collection, names[0])).status_code == 204
     assert api.delete(collection_path(collection)).status_code == 200
     api.put(collection_path(collection), json={"location": "West Europe"})
-    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": []}
+    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": [], "nextLink": None}
 
 
 # --- listing ------------------------------------------------------------------------------------
@@ -421,7 +509,7 @@ def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) 
     assert [job["name"].split("/")[1] for job in second["value"]] == names[3:6]
     third = httpx.get(second["nextLink"], headers={"x-functions-key": api.headers["x-functions-key"]}, timeout=5).json()
     assert [job["name"].split("/")[1] for job in third["value"]] == names[6:]
-    assert "nextLink" not in third
+    assert third["nextLink"] is None  # the last page says so
     disabled = api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'"}).json()
     assert [job["name"].split("/")[1] for job in disabled["value"]] == [names[0], names[3], names[6]]
 
@@ -430,7 +518,7 @@ def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) 
     ("query", "message"),
     [({"$top": "0"}, "$top: 0 is out of range: 1..100"), ({"$top": "101"}, "$top: 101 is out of range"),
      ({"$skip": "-1"}, "$skip: -1 is out of range"), ({"$top": "ten"}, "$top: 'ten' is not a whole number"),
-     ({"$filter": "name eq 'x'"}, "$filter: 'name eq 'x'' is not supported; use state eq '<one of Enabled, Disabled, Completed, Faulted>'")],
+     ({"$filter": "name eq 'x'"}, "$filter: 'name eq 'x'' is not supported; use state eq '<one of enabled, disabled, completed, faulted>'")],
 )  # fmt: skip
 def test_bad_list_parameters_are_400(api: httpx.Client, collection: str, query: dict[str, str], message: str) -> None:
     response = api.get(f"{collection_path(collection)}/jobs", params=query)
@@ -449,13 +537,15 @@ def test_disable_and_enable_every_job_of_a_collection(api: httpx.Client) -> None
     assert api.post(f"{collection_path(collection)}/disable").status_code == 200
     for name in names:
         properties = api.get(job_path(collection, name)).json()["properties"]
-        assert properties["state"] == "Disabled"
-        assert "nextExecutionTime" not in properties["status"]
+        assert properties["state"] == "disabled"
+        assert "status" not in properties  # disabled and never run
+    assert api.get(collection_path(collection)).json()["properties"]["state"] == "Disabled"
     assert api.post(f"{collection_path(collection)}/enable").status_code == 200
     for name in names:
         properties = api.get(job_path(collection, name)).json()["properties"]
-        assert properties["state"] == "Enabled"
+        assert properties["state"] == "enabled"
         assert properties["status"]["nextExecutionTime"] == properties["startTime"]
+    assert api.get(collection_path(collection)).json()["properties"]["state"] == "Enabled"
 
 
 # --- our extensions: occurrences --------------------------------------------------------------
@@ -483,4 +573,4 @@ def test_preview_checks_a_body_without_saving_it(api: httpx.Client, collection: 
     assert preview.json()["value"] == [moment.isoformat().replace("+00:00", "Z") for moment in wednesdays]
     invalid = api.post(f"{collection_path(collection)}/previewOccurrences", json=http_job(recurrence={"frequency": "Day", "interval": 0}))
     assert invalid.status_code == 400
-    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": []}
+    assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": [], "nextLink": None}

@@ -53,11 +53,13 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
     collection = client.job_collections.create_or_update(
         GROUP, name,
         models.JobCollectionDefinition(
-            location="West Europe",
+            location="westeurope",
             properties=models.JobCollectionProperties(sku=models.Sku(name=models.SkuDefinition.STANDARD), state="Enabled"),
         ),
     )  # fmt: skip
-    assert (collection.name, collection.properties.sku.name, collection.properties.quota.max_job_count) == (name, "Standard", 50)
+    # As the real service answered: no quota sent, none shown (Standard's still applies), and the
+    # region by its display name.
+    assert (collection.name, collection.properties.sku.name, collection.properties.quota) == (name, "Standard", None)
     assert client.job_collections.get(GROUP, name).location == "West Europe"
     assert name in [item.name for item in client.job_collections.list_by_resource_group(GROUP)]
     assert name in [item.name for item in client.job_collections.list_by_subscription()]
@@ -79,21 +81,26 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
         )),
     )  # fmt: skip
     assert job.name == f"{name}/report"
-    assert job.properties.state == "Enabled"
+    # The SDK's models type these enums as plain strings, so it hands on the service's own
+    # spelling: lower case for these, as the real service answered them to the same SDK.
+    assert job.properties.state == "enabled"
+    assert job.properties.recurrence.frequency == "month"
+    assert job.properties.action.retry_policy.retry_type == "fixed"
     assert job.properties.status.next_execution_time.weekday() == 4  # a Friday
     authentication = job.properties.action.request.authentication
     assert isinstance(authentication, models.BasicAuthentication)
     assert (authentication.username, authentication.password) == ("svc", None)
     assert job.properties.action.retry_policy.retry_interval == timedelta(minutes=2)
     schedule = client.jobs.get(GROUP, name, "report").properties.recurrence.schedule
-    assert schedule.monthly_occurrences[0].day == "Friday"
+    assert schedule.monthly_occurrences[0].day == "friday"
     # Known gap: the SDK's model reads "Occurrence" (capital O, as the published API description
     # spells it); our responses use the documented "occurrence", so the SDK sees None.
     # Writing works either way, since names are matched in any case.
     assert schedule.monthly_occurrences[0].occurrence is None
 
     disabled = client.jobs.patch(GROUP, name, "report", models.JobDefinition(properties=models.JobProperties(state="Disabled")))
-    assert disabled.properties.state == "Disabled"
+    assert disabled.properties.state == "disabled"
+    assert disabled.properties.status is None  # a disabled job that never ran, as recorded
     assert [item.name for item in client.jobs.list(GROUP, name)] == [f"{name}/report"]
     client.jobs.run(GROUP, name, "report")
 
@@ -105,6 +112,12 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
                                 "status": "Completed", "message": "OK", "retryCount": 0, "repeatCount": 1})])
     history = list(client.jobs.list_job_history(GROUP, name, "report"))
     assert [(item.properties.status, item.properties.action_name) for item in history] == [("Completed", "MainAction")]
+
+    client.job_collections.begin_disable(GROUP, name).result()
+    assert client.job_collections.get(GROUP, name).properties.state == "Disabled"
+    client.job_collections.begin_enable(GROUP, name).result()
+    assert client.job_collections.get(GROUP, name).properties.state == "Enabled"
+    assert client.jobs.get(GROUP, name, "report").properties.state == "enabled"
 
     client.jobs.delete(GROUP, name, "report")
     with pytest.raises(ResourceNotFoundError):
@@ -127,4 +140,4 @@ def test_errors_reach_the_sdk_in_the_arm_envelope(client: SchedulerManagementCli
     assert refused.value.status_code == 400
     assert refused.value.error is not None
     assert refused.value.error.code == "BadRequest"
-    assert "properties.recurrence.interval: 600 is too long for frequency Day" in refused.value.error.message
+    assert "properties.recurrence.interval: 600 is too long for frequency day" in refused.value.error.message

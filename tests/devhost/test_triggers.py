@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import azure.functions as func
 import pytest
 from azure.storage.queue import QueueClient
 
-from devhost.triggers import QueueSettings, QueueTrigger, TimerTrigger
+from devhost.triggers import QueueSettings, QueueTrigger, TimerTrigger, is_disabled, triggers_of
 
 WAIT_S = 20.0
 
@@ -81,6 +82,24 @@ def test_schedules_come_from_settings_and_bad_ones_fail_at_start(monkeypatch: py
         TimerTrigger(lambda timer: None, "timer", "%MISSING%")
     with pytest.raises(ValueError):
         TimerTrigger(lambda timer: None, "timer", "not a schedule")
+
+
+def test_a_function_disabled_by_its_setting_gets_no_runner() -> None:
+    app = func.FunctionApp()
+
+    @app.timer_trigger(arg_name="tick", schedule="* * * * * *")
+    def ticking(tick: object) -> None: ...
+
+    @app.timer_trigger(arg_name="tick", schedule="* * * * * *")
+    def resting(tick: object) -> None: ...
+
+    assert is_disabled("resting", {"AzureWebJobs.resting.Disabled": "True"})
+    assert not is_disabled("resting", {"AzureWebJobs.resting.Disabled": "false"})
+    assert not is_disabled("resting", {})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AzureWebJobs.resting.Disabled", "true")
+        runners = triggers_of(app.get_functions(), {}, "UseDevelopmentStorage=true")
+    assert [runner._function.__name__ for runner in runners] == ["ticking"]
 
 
 def test_a_failed_timer_run_does_not_stop_the_timer() -> None:

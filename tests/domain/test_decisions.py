@@ -25,7 +25,7 @@ HTTP = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GE
 
 def document(defined_at: datetime = T0, **properties: Any) -> JobDocument:
     body = JobBody.model_validate({"properties": {"action": HTTP} | properties})
-    return JobDocument.defined(stored_definition(body.properties, sku=SkuName.STANDARD), defined_at)
+    return JobDocument.defined(stored_definition(body.properties), defined_at, sku=SkuName.STANDARD)
 
 
 def every_minute(**extra: Any) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def test_an_on_time_occurrence_runs_and_the_next_one_is_scheduled() -> None:
 def test_a_one_off_job_completes_after_its_run() -> None:
     settled = run_once(document(), T0)
     assert settled.follow_ups == []
-    assert settled.document.definition["state"] == "Completed"
+    assert settled.document.definition["state"] == "completed"
     assert "nextExecutionTime" not in settled.document.status.to_wire()
     assert settled.document.pending == ()
 
@@ -83,9 +83,9 @@ def test_a_one_off_job_completes_after_its_run() -> None:
 def test_count_completes_the_job_after_that_many_occurrences() -> None:
     doc = document(**every_minute(count=2))
     doc = run_once(doc, T0).document
-    assert doc.definition["state"] == "Enabled"
+    assert doc.definition["state"] == "enabled"
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc.definition["state"] == "Completed"
+    assert doc.definition["state"] == "completed"
     assert doc.status.execution_count == 2
 
 
@@ -93,7 +93,7 @@ def test_end_time_completes_the_job_at_its_last_occurrence() -> None:
     doc = document(**every_minute(endTime="2026-11-22T10:01:30Z"))
     doc = run_once(doc, T0).document
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc.definition["state"] == "Completed"
+    assert doc.definition["state"] == "completed"
 
 
 # --- duplicates, changes, states --------------------------------------------------------------
@@ -137,8 +137,8 @@ def test_a_message_sent_just_before_its_write_waits_for_it() -> None:
     assert isinstance(decide(None, delivered, T0 + timedelta(seconds=11)), Skip)
 
 
-@pytest.mark.parametrize(("job_state", "collection_state"), [("Disabled", None), ("Enabled", "Disabled"),
-                                                             ("Enabled", "Suspended")])  # fmt: skip
+@pytest.mark.parametrize(("job_state", "collection_state"), [("disabled", None), ("enabled", "Disabled"),
+                                                             ("enabled", "Suspended")])  # fmt: skip
 def test_a_job_that_is_off_is_parked_and_forgets_the_attempt(job_state: str, collection_state: str | None) -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
@@ -162,7 +162,7 @@ def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> Non
     doc = document(**every_minute())
     now = T0 + timedelta(seconds=7)
     run_now = Pending(Attempt(now, run_now=True), now)
-    doc = replace(doc, definition=doc.definition | {"state": "Disabled"}, pending=(*doc.pending, run_now))
+    doc = replace(doc, definition=doc.definition | {"state": "disabled"}, pending=(*doc.pending, run_now))
     decided = decide(doc, Delivery(JOB, doc.defined_at, run_now), now)
     assert isinstance(decided, Run)
     settled = settle(doc, decided, outcome(True, now), now)
@@ -175,7 +175,7 @@ def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> Non
 
 
 def retrying(count: int, error_action: bool = True) -> JobDocument:
-    action = HTTP | {"retryPolicy": {"retryType": "Fixed", "retryInterval": "PT20S", "retryCount": count}}
+    action = HTTP | {"retryPolicy": {"retryType": "fixed", "retryInterval": "PT20S", "retryCount": count}}
     if error_action:
         action |= {"errorAction": {"type": "Http", "request": {"uri": "https://example.org/err", "method": "POST"}}}
     return document(action=action, **every_minute())
@@ -206,6 +206,25 @@ def test_failed_attempts_are_retried_per_policy_then_the_error_action_runs() -> 
     assert settled.document.status.execution_count == 3  # the error action is not an execution
 
 
+@pytest.mark.parametrize(("sku", "interval"), [(SkuName.STANDARD, timedelta(seconds=30)),
+                                               (SkuName.FREE, timedelta(hours=1))])  # fmt: skip
+def test_without_a_retry_policy_the_defaults_still_retry_four_times(sku: SkuName, interval: timedelta) -> None:
+    body = JobBody.model_validate({"properties": {"action": HTTP} | every_minute()})
+    doc = JobDocument.defined(stored_definition(body.properties), T0, sku=sku)
+    assert "retryPolicy" not in doc.definition["action"]  # not echoed: the client sent none
+    now = T0
+    for retry in range(4):
+        settled = run_once(doc, now, succeeded=False)
+        [follow_up] = settled.follow_ups
+        assert follow_up.attempt == Attempt(T0, ActionName.MAIN_ACTION, retry + 1)
+        assert follow_up.due == now + interval
+        doc, now = settled.document, follow_up.due
+    settled = run_once(doc, now, succeeded=False)  # the fifth failure: retries spent
+    assert [entry.attempt for entry in settled.follow_ups] == [Attempt(T0 + timedelta(minutes=1))]
+    assert settled.document.status.failure_count == 5
+    assert settled.document.status.faulted_count == 1
+
+
 def test_every_attempt_has_its_own_history_entry_newest_first() -> None:
     doc = retrying(1)
     ids = []
@@ -219,9 +238,9 @@ def test_every_attempt_has_its_own_history_entry_newest_first() -> None:
 
 
 def test_a_one_off_job_that_fails_without_retries_is_faulted() -> None:
-    action = HTTP | {"retryPolicy": {"retryType": "None"}}
+    action = HTTP | {"retryPolicy": {"retryType": "none"}}
     settled = run_once(document(action=action), T0, succeeded=False)
-    assert settled.document.definition["state"] == "Faulted"
+    assert settled.document.definition["state"] == "faulted"
     assert settled.document.status.faulted_count == 1
 
 
@@ -248,7 +267,7 @@ def test_missed_occurrences_stop_at_count() -> None:
     decided = decide(doc, delivery_of(doc), T0 + timedelta(minutes=30))
     assert decided.attempt.expected == T0 + timedelta(minutes=2)
     settled = settle(doc, decided, outcome(True, T0), T0 + timedelta(minutes=30))
-    assert settled.document.definition["state"] == "Completed"
+    assert settled.document.definition["state"] == "completed"
 
 
 def test_an_occurrence_a_little_late_is_not_a_missed_one() -> None:

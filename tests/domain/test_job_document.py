@@ -6,14 +6,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.domain.attempts import Attempt, Pending
+from shared.domain.collection import SkuName
 from shared.domain.job_definition import ActionName, JobState
-from shared.domain.job_document import JobDocument, JobStatus
+from shared.domain.job_document import JobDocument, JobStatus, Retries
 
 T0 = datetime(2026, 11, 24, 9, 0, 0, 250000, tzinfo=UTC)
 DEFINITION: dict[str, Any] = {
-    "state": "Enabled",
+    "state": "enabled",
     "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
-    "recurrence": {"frequency": "Minute", "interval": 1, "count": 3},
+    "recurrence": {"frequency": "minute", "interval": 1, "count": 3},
 }
 
 
@@ -21,6 +22,7 @@ def test_every_field_survives_the_round_trip_through_json() -> None:
     document = JobDocument(
         definition=DEFINITION,
         defined_at=T0,
+        retries=Retries(2, timedelta(seconds=20)),
         status=JobStatus(3, 2, 1, last_execution_time=T0, next_execution_time=T0 + timedelta(minutes=1)),
         pending=(Pending(Attempt(T0, ActionName.ERROR_ACTION, retry=2), T0 + timedelta(seconds=30)),
                  Pending(Attempt(T0, run_now=True), T0)),
@@ -39,15 +41,42 @@ def test_a_document_stored_before_the_typed_one_reads_the_same() -> None:
     document = JobDocument.from_json(stored)
     assert (document.pending, document.occurrences, document.history_count, document.region) == ((), 0, 0, "")
     assert document.ended_at is None
-    assert document.to_json() == stored | {"occurrences": 0, "pending": [], "historyCount": 0, "region": ""}
+    assert document.retries == Retries(4, timedelta(seconds=30))  # no retryPolicy: the defaults
+    assert document.to_json() == stored | {
+        "definedAt": "2026-11-24T09:00:00.25Z",  # written as the API writes times now
+        "retries": {"count": 4, "intervalSeconds": 30.0},
+        "occurrences": 0, "pending": [], "historyCount": 0, "region": "",
+    }  # fmt: skip
+
+
+def test_an_older_document_takes_its_retries_from_the_policy_it_spelled_out() -> None:
+    action = DEFINITION["action"] | {"retryPolicy": {"retryType": "fixed", "retryInterval": "00:01:00",
+                                                     "retryCount": 2}}  # fmt: skip
+    stored = {"definition": DEFINITION | {"action": action}, "status": {"executionCount": 0},
+              "definedAt": "2026-11-24T09:00:00.25Z"}  # fmt: skip
+    assert JobDocument.from_json(stored).retries == Retries(2, timedelta(minutes=1))
+    none = DEFINITION["action"] | {"retryPolicy": {"retryType": "none"}}
+    assert JobDocument.from_json(stored | {"definition": DEFINITION | {"action": none}}).retries == Retries()
+
+
+def test_the_retry_defaults_apply_without_being_written_into_the_definition() -> None:
+    standard = JobDocument.defined(DEFINITION, T0)
+    assert standard.retries == Retries(4, timedelta(seconds=30))
+    free = JobDocument.defined(DEFINITION, T0, sku=SkuName.FREE)
+    assert free.retries == Retries(4, timedelta(hours=1))
+    assert "retryPolicy" not in free.definition["action"]
+    assert "retryPolicy" not in free.public_properties()["action"]
+    count_only = DEFINITION | {"action": DEFINITION["action"] | {"retryPolicy": {"retryCount": 1}}}
+    assert JobDocument.defined(count_only, T0, sku=SkuName.FREE).retries == Retries(1, timedelta(hours=1))
+    assert JobDocument.defined(count_only, T0).public_properties()["action"]["retryPolicy"] == {"retryCount": 1}
 
 
 def test_a_new_definition_waits_for_its_first_occurrence_and_keeps_the_counts_it_replaces() -> None:
     first = JobDocument.defined(DEFINITION, T0)
     assert [entry.due for entry in first.pending] == [T0]
     assert first.status.to_wire() == {"executionCount": 0, "failureCount": 0, "faultedCount": 0,
-                                      "nextExecutionTime": "2026-11-24T09:00:00.250000Z"}  # fmt: skip
-    ran = JobDocument(DEFINITION, T0, JobStatus(5, 1, 1, last_execution_time=T0))
+                                      "nextExecutionTime": "2026-11-24T09:00:00.25Z"}  # fmt: skip
+    ran = JobDocument(DEFINITION, T0, status=JobStatus(5, 1, 1, last_execution_time=T0))
     redefined = JobDocument.defined(DEFINITION, T0 + timedelta(hours=1), previous=ran)
     assert (redefined.status.execution_count, redefined.status.last_execution_time) == (5, T0)
     assert redefined.occurrences == 0  # count restarts with the new definition
@@ -60,3 +89,14 @@ def test_a_disabled_job_shows_no_next_execution_and_a_final_one_is_final() -> No
     completed = JobDocument.defined(DEFINITION, T0).with_state(JobState.COMPLETED)
     assert completed.final and not completed.enabled
     assert completed.status.next_execution_time is None
+    assert completed.definition["state"] == "completed"
+
+
+def test_a_disabled_job_that_never_ran_shows_no_status_and_one_that_ran_does() -> None:
+    never_ran = JobDocument.defined(DEFINITION | {"state": "disabled"}, T0)
+    assert "status" not in never_ran.public_properties()
+    assert never_ran.public_properties()["state"] == "disabled"
+    ran = JobDocument(DEFINITION | {"state": "disabled"}, T0, status=JobStatus(1, 0, 0, last_execution_time=T0))
+    assert ran.public_properties()["status"] == {"executionCount": 1, "failureCount": 0, "faultedCount": 0,
+                                                 "lastExecutionTime": "2026-11-24T09:00:00.25Z"}  # fmt: skip
+    assert JobDocument.defined(DEFINITION, T0).public_properties()["status"]["executionCount"] == 0

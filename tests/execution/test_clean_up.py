@@ -33,7 +33,7 @@ def test_history_beyond_the_last_1000_entries_or_60_days_goes() -> None:
 
 
 def test_finished_jobs_expire_60_days_after_they_ended() -> None:
-    enabled = JobDocument({"state": "Enabled"}, NOW - 2 * KEPT_FOR)
+    enabled = JobDocument({"state": "enabled"}, NOW - 2 * KEPT_FOR)
     ended = replace(enabled.with_state(JobState.COMPLETED), ended_at=NOW - KEPT_FOR)
     assert ended.expired(NOW)
     assert not ended.expired(NOW - timedelta(seconds=1))
@@ -55,7 +55,7 @@ def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> 
     assert pipeline.store.settle_job(stored, replace(stored.document, history_count=1100), [])
     finished = pipeline.put_job("finished", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}}})
     pipeline.advance(timedelta(seconds=1))
-    assert pipeline.job(finished).document.definition["state"] == "Completed"
+    assert pipeline.job(finished).document.definition["state"] == "completed"
 
     clean_up(pipeline.store, NOW)  # the finished job ended moments ago: it stays
     assert pipeline.store.job(finished) is not None

@@ -63,7 +63,7 @@ def test_a_one_off_job_runs_once_with_its_identity_and_completes(pipeline: Pipel
     assert "'200 OK'" in entry["message"]
     assert entry["message"].endswith("done")
     document = pipeline.job(job).document
-    assert document.definition["state"] == "Completed"
+    assert document.definition["state"] == "completed"
     assert document.status.execution_count == 1
     assert pipeline.advance(timedelta(hours=1)) == 0
 
@@ -77,7 +77,7 @@ def test_a_recurring_job_runs_every_occurrence_then_completes_at_count(pipeline:
     expected = [call.headers["x-ms-scheduler-expected-execution-time"] for call in calls]
     assert expected == [(START + n * MINUTE).isoformat().replace("+00:00", "Z") for n in range(3)]
     document = pipeline.job(job).document
-    assert document.definition["state"] == "Completed"
+    assert document.definition["state"] == "completed"
     assert document.status.execution_count == 3
     assert [entry["repeatCount"] for entry in pipeline.history(job)] == [1, 2, 3]
 
@@ -108,7 +108,7 @@ def test_a_failing_target_is_retried_per_policy_then_the_error_action_runs(pipel
     status = pipeline.job(job).document.status
     assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 3, 1)
     # Its only occurrence faulted: a one-off job ends Faulted (README, execution decisions).
-    assert pipeline.job(job).document.definition["state"] == "Faulted"
+    assert pipeline.job(job).document.definition["state"] == "faulted"
 
 
 def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, target: Target) -> None:

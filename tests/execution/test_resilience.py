@@ -122,7 +122,7 @@ def test_killed_hosts_lose_no_occurrence_and_downtime_runs_each_job_once(host: H
             by_time[entry["expectedExecutionTime"]].append(entry["status"])
         assert set(by_time) == {iso(first + timedelta(minutes=m)) for m in range(OCCURRENCES)}, n
         assert all(len(statuses) == 1 and statuses[0] in ("Completed", "Postponed") for statuses in by_time.values()), by_time
-        assert states[f"{collection}/chaos-{n}"] == "Completed"
+        assert states[f"{collection}/chaos-{n}"] == "completed"
     identities: dict[tuple[str, str], set[str]] = defaultdict(set)
     for call in target.received():
         key = (call.headers["x-ms-scheduler-jobid"], call.headers["x-ms-scheduler-expected-execution-time"])

@@ -133,7 +133,7 @@ class Occurrences:
         return min(gaps, default=None)
 
     def _no_later_than_end(self, instant: datetime) -> datetime | None:
-        end = self.recurrence.end_time if self.recurrence else None
+        end = self.recurrence.ends_at if self.recurrence else None
         return instant if end is None or instant <= end else None
 
 
@@ -178,7 +178,7 @@ class _Grid:
             anchor=anchor_wall,
             frequency=recurrence.frequency,
             interval=recurrence.interval,
-            end=recurrence.end_time,
+            end=recurrence.ends_at,
             rules=rules,
             times_of_day=times_of_day,
         )

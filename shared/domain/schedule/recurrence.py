@@ -18,28 +18,28 @@ from pydantic_core import PydanticCustomError
 
 from shared.domain.problems import FieldError, InvalidRequest, field_errors, field_path
 from shared.domain.schedule.timezones import UnknownTimeZone, zone_named
-from shared.domain.wire import Instant, WireEnum, WireModel
+from shared.domain.wire import SentInstant, WireEnum, WireModel, parse_iso
 
 
 class Frequency(WireEnum):
-    MINUTE = "Minute"
-    HOUR = "Hour"
-    DAY = "Day"
-    WEEK = "Week"
-    MONTH = "Month"
-    YEAR = "Year"
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
 
 
 class DayOfWeek(WireEnum):
     """Days in ISO order, so that a member's position is Python's `weekday()`."""
 
-    MONDAY = "Monday"
-    TUESDAY = "Tuesday"
-    WEDNESDAY = "Wednesday"
-    THURSDAY = "Thursday"
-    FRIDAY = "Friday"
-    SATURDAY = "Saturday"
-    SUNDAY = "Sunday"
+    MONDAY = "monday"
+    TUESDAY = "tuesday"
+    WEDNESDAY = "wednesday"
+    THURSDAY = "thursday"
+    FRIDAY = "friday"
+    SATURDAY = "saturday"
+    SUNDAY = "sunday"
 
     @property
     def weekday(self) -> int:
@@ -98,9 +98,13 @@ class Recurrence(WireModel):
     interval: Positive = 1
     schedule: Schedule | None = None
     count: Positive | None = None
-    end_time: Instant | None = None
+    end_time: SentInstant | None = None
     time_zone: str | None = None
     """Our extension: the zone whose wall clock the schedule follows (UTC when absent)."""
+
+    @property
+    def ends_at(self) -> datetime | None:
+        return parse_iso(self.end_time) if self.end_time else None
 
     @field_validator("interval", mode="before")
     @classmethod

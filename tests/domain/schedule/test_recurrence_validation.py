@@ -16,17 +16,17 @@ NOW = utc("2026-06-01T09:00")
 INVALID = [
     ({"interval": 2}, "recurrence.frequency: is required"),
     ({"frequency": "fortnight"},
-     "recurrence.frequency: \"fortnight\" is not one of 'Minute', 'Hour', 'Day', 'Week', 'Month' or 'Year'"),
+     "recurrence.frequency: \"fortnight\" is not one of 'minute', 'hour', 'day', 'week', 'month' or 'year'"),
     ({"frequency": "day", "interval": 0}, "recurrence.interval: 0 is too small: the least allowed is 1"),
     ({"frequency": "day", "interval": "2"}, 'recurrence.interval: must be a whole number, not "2"'),
     ({"frequency": "minute", "interval": 1001},
-     "recurrence.interval: 1001 is too long for frequency Minute: the maximum is 1000"),
+     "recurrence.interval: 1001 is too long for frequency minute: the maximum is 1000"),
     ({"frequency": "hour", "interval": 1001},
-     "recurrence.interval: 1001 is too long for frequency Hour: the maximum is 1000"),
-    ({"frequency": "day", "interval": 549}, "recurrence.interval: 549 is too long for frequency Day: the maximum is 548"),
-    ({"frequency": "week", "interval": 79}, "recurrence.interval: 79 is too long for frequency Week: the maximum is 78"),
-    ({"frequency": "month", "interval": 19}, "recurrence.interval: 19 is too long for frequency Month: the maximum is 18"),
-    ({"frequency": "year", "interval": 2}, "recurrence.interval: 2 is too long for frequency Year: the maximum is 1"),
+     "recurrence.interval: 1001 is too long for frequency hour: the maximum is 1000"),
+    ({"frequency": "day", "interval": 549}, "recurrence.interval: 549 is too long for frequency day: the maximum is 548"),
+    ({"frequency": "week", "interval": 79}, "recurrence.interval: 79 is too long for frequency week: the maximum is 78"),
+    ({"frequency": "month", "interval": 19}, "recurrence.interval: 19 is too long for frequency month: the maximum is 18"),
+    ({"frequency": "year", "interval": 2}, "recurrence.interval: 2 is too long for frequency year: the maximum is 1"),
     ({"frequency": "day", "schedule": {"minutes": [0, 60]}},
      "recurrence.schedule.minutes[1]: 60 is too large: the most allowed is 59"),
     ({"frequency": "day", "schedule": {"minutes": [-1]}},
@@ -36,14 +36,14 @@ INVALID = [
     ({"frequency": "day", "schedule": {"hours": [1.5]}},
      "recurrence.schedule.hours[0]: must be a whole number, not 1.5"),
     ({"frequency": "day", "schedule": {"weekDays": ["monday"]}},
-     "recurrence.schedule.weekDays: is allowed only with frequency Week, not Day"),
+     "recurrence.schedule.weekDays: is allowed only with frequency week, not day"),
     ({"frequency": "week", "schedule": {"weekDays": ["funday"]}},
-     "recurrence.schedule.weekDays[0]: \"funday\" is not one of 'Monday', 'Tuesday', 'Wednesday', "
-     "'Thursday', 'Friday', 'Saturday' or 'Sunday'"),
+     "recurrence.schedule.weekDays[0]: \"funday\" is not one of 'monday', 'tuesday', 'wednesday', "
+     "'thursday', 'friday', 'saturday' or 'sunday'"),
     ({"frequency": "week", "schedule": {"weekDays": ["monday"] * 8}},
      "recurrence.schedule.weekDays: has 8 items; at most 7 are allowed"),
     ({"frequency": "week", "schedule": {"monthDays": [1]}},
-     "recurrence.schedule.monthDays: is allowed only with frequency Month, not Week"),
+     "recurrence.schedule.monthDays: is allowed only with frequency month, not week"),
     ({"frequency": "month", "schedule": {"monthDays": [32]}},
      "recurrence.schedule.monthDays[0]: 32 is too large: the most allowed is 31"),
     ({"frequency": "month", "schedule": {"monthDays": [-32]}},
@@ -51,11 +51,11 @@ INVALID = [
     ({"frequency": "month", "schedule": {"monthDays": [5, 0]}},
      "recurrence.schedule.monthDays[1]: 0 is not a day of the month; use 1..31, or -1..-31"),
     ({"frequency": "year", "schedule": {"monthlyOccurrences": [{"day": "friday"}]}},
-     "recurrence.schedule.monthlyOccurrences: is allowed only with frequency Month, not Year"),
+     "recurrence.schedule.monthlyOccurrences: is allowed only with frequency month, not year"),
     ({"frequency": "month", "schedule": {"monthlyOccurrences": [{"occurrence": 1}]}},
      "recurrence.schedule.monthlyOccurrences[0].day: is required"),
     ({"frequency": "month", "schedule": {"monthlyOccurrences": [{"day": "someday"}]}},
-     "recurrence.schedule.monthlyOccurrences[0].day: \"someday\" is not one of 'Monday'"),
+     "recurrence.schedule.monthlyOccurrences[0].day: \"someday\" is not one of 'monday'"),
     ({"frequency": "month", "schedule": {"monthlyOccurrences": [{"day": "friday", "occurrence": 6}]}},
      "recurrence.schedule.monthlyOccurrences[0].occurrence: 6 is too large: the most allowed is 5"),
     ({"frequency": "month", "schedule": {"monthlyOccurrences": [{"day": "friday", "occurrence": -6}]}},
@@ -133,9 +133,9 @@ def test_names_and_enum_values_are_read_in_any_case_and_written_canonically() ->
     )
     assert recurrence.frequency is Frequency.MONTH
     assert recurrence.to_wire() == {
-        "frequency": "Month",
+        "frequency": "month",
         "interval": 2,
-        "schedule": {"hours": [5], "monthlyOccurrences": [{"day": "Friday", "occurrence": -1}]},
+        "schedule": {"hours": [5], "monthlyOccurrences": [{"day": "friday", "occurrence": -1}]},
         "timeZone": "w. europe standard time",
     }
 
@@ -151,8 +151,19 @@ def test_defaults_and_lenient_absences() -> None:
 
 def test_dates_and_times_without_offset_are_utc() -> None:
     date_only = read_recurrence({"frequency": "day", "endTime": "2012-11-04"}, now=NOW)
-    assert date_only.end_time == utc("2012-11-04T00:00")
+    assert date_only.ends_at == utc("2012-11-04T00:00")
+    assert date_only.end_time == "2012-11-04T00:00:00Z"
     with_offset = read_recurrence({"frequency": "day", "endTime": "2012-11-04T10:00+02:00"}, now=NOW)
-    assert with_offset.end_time == utc("2012-11-04T08:00")
+    assert with_offset.ends_at == utc("2012-11-04T08:00")
+    assert with_offset.end_time == "2012-11-04T08:00:00Z"
     short = read_recurrence({"frequency": "day", "endTime": "2012-08-04T00:00Z"}, now=NOW)
-    assert short.end_time == utc("2012-08-04T00:00")
+    assert short.ends_at == utc("2012-08-04T00:00")
+    assert short.end_time == "2012-08-04T00:00:00Z"
+
+
+def test_end_time_is_echoed_in_utc_to_the_100_ns_sent() -> None:
+    precise = read_recurrence({"frequency": "day", "endTime": "2030-01-02T05:04:05.1234560+02:00"}, now=NOW)
+    assert precise.end_time == "2030-01-02T03:04:05.123456Z"
+    assert precise.to_wire()["endTime"] == "2030-01-02T03:04:05.123456Z"
+    seventh = read_recurrence({"frequency": "day", "endTime": "2030-01-02T03:04:05.1234567Z"}, now=NOW)
+    assert seventh.end_time == "2030-01-02T03:04:05.1234567Z"
