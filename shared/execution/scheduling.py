@@ -88,7 +88,19 @@ class Scheduling:
     def set_job_states(
         self, collection: CollectionId, state: JobState | None, now: datetime
     ) -> None:
-        """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up."""
+        """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up.
+        A job written meanwhile by someone else is read again and changed as it now is."""
+        for _ in optimistic_attempts():
+            try:
+                self._set_job_states_once(collection, state, now)
+                return
+            except ModifiedConcurrently:
+                continue
+        raise ModifiedConcurrently("job collection")
+
+    def _set_job_states_once(
+        self, collection: CollectionId, state: JobState | None, now: datetime
+    ) -> None:
         changed, deliveries = [], []
         for stored in self._store.jobs(collection):
             if stored.document.final:

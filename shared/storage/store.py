@@ -55,6 +55,8 @@ _AFTER_COUNTERS = "!count."  # "." sorts right after "-"
 COLLECTION_GATE = "!collection"
 _HISTORY_MARK = "~"
 LARGEST_BATCH = 100
+# What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
+_RACES_LOST = {412, 404}
 
 Id = TypeVar("Id", CollectionId, JobId)
 Document = TypeVar("Document", dict[str, Any], JobDocument)
@@ -468,8 +470,14 @@ class Store:
         return True
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
-        """Write back changed documents of one collection's jobs, as batches."""
-        submit_batches(self._jobs.table, (_replacement(stored) for stored in jobs))
+        """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently
+        when one of them changed (or went) since it was read, and its batch was not written."""
+        try:
+            submit_batches(self._jobs.table, (_replacement(stored) for stored in jobs))
+        except TableTransactionError as failed:
+            if failed.status_code in _RACES_LOST:
+                raise ModifiedConcurrently("job") from failed
+            raise
 
 
 def _replacement(stored: StoredJob) -> tuple[str, dict[str, Any], dict[str, Any]]:

@@ -172,6 +172,46 @@ def test_disabling_and_enabling_resumes_without_a_catch_up_burst(pipeline: Pipel
     assert all(entry["status"] == "Completed" for entry in pipeline.history(job))
 
 
+def test_a_job_written_while_its_collection_is_disabled_is_read_again_not_a_failure(
+    pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Disabling writes every job back with the etag it read; a job redefined in between makes
+    that write fail, and the change is made again on what was written, not lost or a 500."""
+    raced = pipeline.put_job("raced", job_at(target, "/raced", recurrence={"frequency": "Minute", "interval": 1}))
+    calm = pipeline.put_job("calm", job_at(target, "/calm", recurrence={"frequency": "Minute", "interval": 1}))
+    write_back, redefined = pipeline.store.replace_jobs, []
+
+    def redefine_first(jobs: Any) -> None:
+        if not redefined:  # a client's PUT lands between the read and the batch write
+            redefined.append(pipeline.put_job("raced", job_at(target, "/raced-again")))
+        write_back(jobs)
+
+    monkeypatch.setattr(pipeline.store, "replace_jobs", redefine_first)
+    pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
+    assert pipeline.job(raced).document.definition["action"]["request"]["uri"].endswith("/raced-again")
+    assert pipeline.job(raced).document.state is JobState.DISABLED
+    assert pipeline.job(calm).document.state is JobState.DISABLED
+
+
+def test_a_job_deleted_while_its_collection_is_enabled_is_left_deleted(
+    pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = pipeline.put_job("gone", job_at(target, "/gone", recurrence={"frequency": "Minute", "interval": 1}))
+    kept = pipeline.put_job("kept", job_at(target, "/kept", recurrence={"frequency": "Minute", "interval": 1}))
+    pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
+    write_back, deleted = pipeline.store.replace_jobs, []
+
+    def delete_first(jobs: Any) -> None:
+        if not deleted:  # a client's DELETE lands between the read and the batch write
+            deleted.append(pipeline.store.delete_job(gone, Preconditions()))
+        write_back(jobs)
+
+    monkeypatch.setattr(pipeline.store, "replace_jobs", delete_first)
+    pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock())
+    assert pipeline.store.job(gone) is None
+    assert pipeline.job(kept).document.state is JobState.ENABLED
+
+
 def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postponed(
     pipeline: Pipeline, target: Target
 ) -> None:
