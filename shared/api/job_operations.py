@@ -80,7 +80,6 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first."""
     job = services.store.existing_job(_job_id(request)).id
     status = _equality_filter(request.query.get("$filter"), "status", HistoryStatus)
-    status_text = status.value if status is not None else None
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -88,7 +87,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
             "name": f"{job.arm_name}/{entry_id}",
             "properties": entry,
         }
-        for entry_id, entry in services.store.history(job, status_text)
+        for entry_id, entry in services.store.history(job, status)
     ]
     return _page(request, entries)
 

@@ -114,9 +114,8 @@ def patched_collection(stored: dict[str, Any], patch: CollectionBody) -> dict[st
     properties = patch.properties or CollectionProperties()
     current = stored["properties"]
     sku = properties.sku.name if properties.sku else SkuName(current["sku"]["name"])
-    kept_quota = Quota.model_validate(current.get("quota") or {})
-    if sku.value != current["sku"]["name"]:
-        kept_quota = Quota()
+    sku_changed = sku.value != current["sku"]["name"]
+    kept_quota = Quota() if sku_changed else Quota.model_validate(current.get("quota") or {})
     quota = _overlay(kept_quota, properties.quota).to_wire()
     patched_properties: dict[str, Any] = {
         "sku": {"name": sku.value},

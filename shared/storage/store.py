@@ -24,7 +24,7 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import JobState
+from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.concurrency import (
     CONTENDED_WRITE_ATTEMPTS,
@@ -386,14 +386,16 @@ class Store:
             self._jobs.table, (("upsert", _history_entity(job, *entry)) for entry in entries)
         )
 
-    def history(self, job: JobId, status: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    def history(
+        self, job: JobId, status: HistoryStatus | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
         """A job's history, newest first, as (id, entry); optionally only one status."""
         low, high = _history_range(job)
         query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
         parameters = {"pk": job_partition(job), "low": low, "high": high}
         if status is not None:
             query += " and Status eq @status"
-            parameters["status"] = status
+            parameters["status"] = status.value
         found = self._jobs.table.query_entities(query, parameters=parameters)
         return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
 
