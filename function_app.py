@@ -8,7 +8,8 @@ import azure.functions as func
 from shared import services
 from shared.api import openapi
 from shared.api.arm import serve
-from shared.api.routes import ROUTES, Route
+from shared.api.classic import serve_classic
+from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
 from shared.execution import clean_up, timer
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
@@ -21,8 +22,17 @@ def _register(route: Route) -> None:
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 
 
+def _register_classic(route: ClassicRoute) -> None:
+    def handle(req: func.HttpRequest) -> func.HttpResponse:
+        return serve_classic(req, route.operation, services.current, api_version=route.api_version)
+
+    app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
+
+
 for _route in ROUTES:
     _register(_route)
+for _classic_route in CLASSIC_ROUTES:
+    _register_classic(_classic_route)
 
 
 @app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_TICK_SCHEDULE%", run_on_startup=False)

@@ -90,9 +90,9 @@ def serve(
     """
     request_id = str(uuid.uuid4())
     try:
-        api_request = _api_request(request)
-        _check_api_version(api_request.query)
-        response = operation(api_request, services())
+        arm_request = api_request(request)
+        _check_api_version(arm_request.query)
+        response = operation(arm_request, services())
     except Exception as failure:
         error = arm_error(failure)
         if error is None:
@@ -111,7 +111,7 @@ def serve(
     )
 
 
-def _api_request(request: func.HttpRequest) -> ApiRequest:
+def api_request(request: func.HttpRequest) -> ApiRequest:
     return ApiRequest(
         method=request.method.upper(),
         url=request.url,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.domain.ids import PROVIDER, CollectionId, JobId
+from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
 from shared.domain.problems import InvalidRequest, Refused, RuleBroken
 from shared.storage.errors import (
     EtagMismatch,
@@ -79,6 +79,68 @@ class JobNotFound(ArmError):
 
     def __init__(self, job: JobId) -> None:
         super().__init__(f"Job '{job.name}' cannot be found.")
+
+
+class MissingVersionHeader(ArmError):
+    """The classic API's answer to a request without a usable `x-ms-version` (its own words)."""
+
+    status = 400
+    code = "MissingOrIncorrectVersionHeader"
+
+    def __init__(self) -> None:
+        super().__init__("The versioning header is not specified or was specified incorrectly.")
+
+
+class InvalidClassicApiVersion(ArmError):
+    status = 400
+    code = "InvalidApiVersionParameter"
+
+    def __init__(self, given: str | None, supported: Sequence[str]) -> None:
+        shown = "missing" if given is None else f"'{given[:40]}', which is not supported"
+        super().__init__(
+            f"The api-version query parameter is {shown}; this route takes api-version "
+            f"'{', '.join(supported)}'."
+        )
+
+
+class CloudServiceNotFound(ArmError):
+    status = 404
+    code = "ResourceNotFound"
+
+    def __init__(self, cloud_service: CloudServiceId) -> None:
+        super().__init__(f"The cloud service '{cloud_service.name}' does not exist.")
+
+
+class JobCollectionNotFound(ArmError):
+    """A missing collection, as the classic API names it (inside its cloud service)."""
+
+    status = 404
+    code = "ResourceNotFound"
+
+    def __init__(self, collection: CollectionId) -> None:
+        super().__init__(
+            f"The job collection '{collection.name}' does not exist in cloud service "
+            f"'{collection.resource_group}'."
+        )
+
+
+class OperationNotFound(ArmError):
+    status = 404
+    code = "ResourceNotFound"
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(f"There is no operation with request id '{request_id[:40]}'.")
+
+
+class CloudServiceExists(ArmError):
+    status = 409
+    code = "ConflictError"
+
+    def __init__(self, cloud_service: CloudServiceId) -> None:
+        super().__init__(
+            f"The cloud service '{cloud_service.name}' already exists (a cloud service is also "
+            "any resource group that holds job collections)."
+        )
 
 
 class Conflict(ArmError):

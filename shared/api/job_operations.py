@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
+from shared.api.query import equality_filter, page_bounds, whole_number
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, field_errors
-from shared.domain.wire import WireEnum, iso, merge_patch
+from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import StoredJob
 
-Value = TypeVar("Value", bound=WireEnum)
-LARGEST_PAGE = 100
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
 
@@ -71,7 +70,7 @@ def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
     collection = services.store.existing_collection(collection_id(request))
-    state = _equality_filter(request.query.get("$filter"), "state", JobState)
+    state = equality_filter(request.query.get("$filter"), "state", JobState)
     found = services.store.jobs(collection.id, state)
     return _page(request, [_job_resource(stored) for stored in found])
 
@@ -79,7 +78,7 @@ def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
 def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first."""
     job = services.store.existing_job(_job_id(request)).id
-    status = _equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -142,8 +141,7 @@ def _switch_collection(
 
 
 def _page(request: ApiRequest, items: list[dict[str, Any]]) -> ApiResponse:
-    top = _whole_number(request.query, "$top", default=LARGEST_PAGE, least=1, most=LARGEST_PAGE)
-    skip = _whole_number(request.query, "$skip", default=0, least=0, most=None)
+    skip, top = page_bounds(request.query)
     # The last page says `"nextLink": null`, as the real service's did.
     following = None
     if skip + top < len(items):
@@ -159,38 +157,8 @@ def _link_with(url: str, changes: dict[str, str]) -> str:
     return urlunsplit(parts._replace(query=urlencode(query, safe="$'")))
 
 
-def _whole_number(query: Any, name: str, *, default: int, least: int, most: int | None) -> int:
-    given = query.get(name.lower())
-    if given is None:
-        return default
-    try:
-        value = int(given)
-    except ValueError:
-        raise InvalidRequest.because(name, f"'{given[:20]}' is not a whole number") from None
-    if value < least or (most is not None and value > most):
-        allowed = f"{least}..{most}" if most is not None else f"at least {least}"
-        raise InvalidRequest.because(name, f"{value} is out of range: {allowed}")
-    return value
-
-
-def _equality_filter(expression: str | None, field: str, values: type[Value]) -> Value | None:
-    """`<field> eq '<value>'`, the one kind of $filter that listing supports."""
-    if not expression:
-        return None
-    words = expression.split(None, 2)
-    if len(words) == 3 and words[0].lower() == field and words[1].lower() == "eq":
-        try:
-            return values(words[2].strip().strip("'"))
-        except ValueError:
-            pass
-    allowed = ", ".join(member.value for member in values)
-    raise InvalidRequest.because(
-        "$filter", f"'{expression[:60]}' is not supported; use {field} eq '<one of {allowed}>'"
-    )
-
-
 def _preview_count(request: ApiRequest) -> int:
-    return _whole_number(
+    return whole_number(
         request.query, "count", default=DEFAULT_PREVIEW, least=1, most=LARGEST_PREVIEW
     )
 

@@ -1,6 +1,7 @@
 """Every operation of the management API with its method and route: what function_app.py registers.
 
-Routes are ARM's paths below the host's root (host.json sets routePrefix to "").
+Routes are ARM's paths, and the classic API's, below the host's root (host.json sets routePrefix
+to ""), as they were below management.azure.com and management.core.windows.net.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shared.api import classic_operations as classic
 from shared.api import collection_operations, job_operations
 from shared.api.arm import Operation
 from shared.domain.ids import PROVIDER
@@ -75,4 +77,56 @@ ROUTES = [
           answers={"200": "HistoryList"}, query=_PAGED),
     Route("next_occurrences", "GET", f"{JOB}/nextOccurrences", job_operations.next_occurrences,
           answers={"200": "Occurrences"}, query=("count",)),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ClassicRoute:
+    """An operation of the classic API; `api_version` if its route demands `?api-version=`."""
+
+    name: str
+    method: str
+    template: str
+    operation: Operation
+    api_version: bool = False
+
+
+CLOUD_SERVICES = "{subscriptionId}/cloudservices"
+CLOUD_SERVICE = f"{CLOUD_SERVICES}/{{cloudServiceName}}"
+# The collection's own resource route (PUT, DELETE, the name check) and the scheduler's routes
+# below `~` (reading it, its jobs), as the classic API split them.
+CLASSIC_COLLECTIONS = f"{CLOUD_SERVICE}/resources/scheduler/jobCollections"
+CLASSIC_COLLECTION = f"{CLASSIC_COLLECTIONS}/{{jobCollectionName}}"
+SCHEDULER_COLLECTION = f"{CLOUD_SERVICE}/resources/scheduler/~/jobCollections/{{jobCollectionName}}"
+CLASSIC_JOBS = f"{SCHEDULER_COLLECTION}/jobs"
+CLASSIC_JOB = f"{CLASSIC_JOBS}/{{jobId}}"
+
+CLASSIC_ROUTES = [
+    ClassicRoute("classic_list_cloud_services", "GET", CLOUD_SERVICES, classic.list_cloud_services),
+    ClassicRoute("classic_get_cloud_service", "GET", CLOUD_SERVICE, classic.get_cloud_service),
+    ClassicRoute("classic_put_cloud_service", "PUT", CLOUD_SERVICE, classic.put_cloud_service),
+    ClassicRoute("classic_delete_cloud_service", "DELETE", CLOUD_SERVICE,
+                 classic.delete_cloud_service),
+    # The Python client POSTs the name check, the .NET one GETs it.
+    ClassicRoute("classic_check_name", "POST", CLASSIC_COLLECTIONS,
+                 classic.check_name_availability),
+    ClassicRoute("classic_check_name_get", "GET", CLASSIC_COLLECTIONS,
+                 classic.check_name_availability),
+    ClassicRoute("classic_put_job_collection", "PUT", CLASSIC_COLLECTION,
+                 classic.put_job_collection),
+    ClassicRoute("classic_delete_job_collection", "DELETE", CLASSIC_COLLECTION,
+                 classic.delete_job_collection),
+    ClassicRoute("classic_get_job_collection", "GET", SCHEDULER_COLLECTION,
+                 classic.get_job_collection, api_version=True),
+    ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, classic.list_jobs, api_version=True),
+    ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, classic.post_job, api_version=True),
+    ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, classic.get_job, api_version=True),
+    ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, classic.put_job, api_version=True),
+    ClassicRoute("classic_patch_job", "PATCH", CLASSIC_JOB, classic.patch_job, api_version=True),
+    ClassicRoute("classic_delete_job", "DELETE", CLASSIC_JOB, classic.delete_job,
+                 api_version=True),
+    ClassicRoute("classic_list_job_history", "GET", f"{CLASSIC_JOB}/history",
+                 classic.list_history, api_version=True),
+    ClassicRoute("classic_get_operation_status", "GET", "{subscriptionId}/operations/{requestId}",
+                 classic.get_operation_status),
 ]  # fmt: skip

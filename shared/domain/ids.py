@@ -48,6 +48,41 @@ class CollectionId:
             f"/providers/{COLLECTION_TYPE}/{self.name}"
         )
 
+    @property
+    def cloud_service(self) -> CloudServiceId:
+        """The cloud service it is in, for the classic API: its resource group."""
+        return CloudServiceId(self.subscription, self.resource_group)
+
+
+@dataclass(frozen=True)
+class CloudServiceId:
+    """A cloud service of the classic API: in the ARM view, the resource group of that name."""
+
+    subscription: str
+    name: str
+
+    @classmethod
+    def of(cls, subscription: str, name: str) -> CloudServiceId:
+        problems = [
+            *_name_problems("subscriptionId", subscription, _SUBSCRIPTION),
+            *_name_problems("cloudServiceName", name, _RESOURCE_GROUP),
+        ]
+        if problems:
+            raise InvalidRequest(problems)
+        return cls(subscription, name)
+
+    def collection(self, name: str) -> CollectionId:
+        """One of its job collections, or InvalidRequest if `name` is malformed."""
+        problems = _name_problems("jobCollectionName", name, _NAME)
+        if problems:
+            raise InvalidRequest(problems)
+        return CollectionId(self.subscription, self.name, name)
+
+    @property
+    def arm_id(self) -> str:
+        """The resource group it is in the ARM view."""
+        return f"/subscriptions/{self.subscription}/resourceGroups/{self.name}"
+
 
 @dataclass(frozen=True)
 class JobId:

@@ -1,11 +1,12 @@
-"""The daily clean-up: history past what is kept, and jobs that ended long enough ago."""
+"""The daily clean-up: history past what is kept, jobs that ended long enough ago, and the classic
+API's records of operations that its clients have long stopped polling for."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from shared.domain import history
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
@@ -13,6 +14,9 @@ from shared.storage.errors import StorageError
 from shared.storage.store import Preconditions, Store
 
 log = logging.getLogger("scheduler.retention")
+# A classic client polls an operation for seconds after making it; two days leave room for a
+# client that stopped and came back.
+OPERATIONS_KEPT_FOR = timedelta(days=2)
 
 
 def clean_up(store: Store, now: datetime) -> tuple[int, int]:
@@ -40,6 +44,10 @@ def clean_up(store: Store, now: datetime) -> tuple[int, int]:
             remaining = (len(ids) if ids else counted) - len(surplus)
             # If the job changed meanwhile, its count is put right on another day.
             store.settle_job(job, replace(job.document, history_count=max(remaining, 0)), [])
-    if jobs_removed or entries_removed:
-        log.info("clean-up removed %d jobs and %d history entries", jobs_removed, entries_removed)
+    operations_removed = store.remove_operations_before(now - OPERATIONS_KEPT_FOR)
+    if jobs_removed or entries_removed or operations_removed:
+        log.info(
+            "clean-up removed %d jobs, %d history entries and %d operation records",
+            jobs_removed, entries_removed, operations_removed,
+        )  # fmt: skip
     return jobs_removed, entries_removed

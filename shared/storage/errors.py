@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import CloudServiceId, CollectionId, JobId
 
 
 class StorageError(Exception):
@@ -10,9 +10,9 @@ class StorageError(Exception):
 
 
 class NotFound(StorageError):
-    """The collection or job does not exist."""
+    """The cloud service, collection or job does not exist."""
 
-    def __init__(self, resource: CollectionId | JobId) -> None:
+    def __init__(self, resource: CloudServiceId | CollectionId | JobId) -> None:
         super().__init__(f"{resource.arm_id} does not exist")
         self.resource = resource
 

@@ -13,6 +13,7 @@ import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
@@ -23,7 +24,7 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.concurrency import (
@@ -42,6 +43,10 @@ from shared.storage.keys import (
 
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
+# The classic API's own records: its cloud services, and the request id of each change it made,
+# which its clients poll for (see shared/api/classic.py). A subscription's rows share a partition.
+CLOUD_SERVICES_TABLE = "cloudservices"
+OPERATIONS_TABLE = "operations"
 # Each collection's jobs partition also holds its job count, in a few counter rows (shards), so
 # that creating or deleting a job and counting it are one transaction, and concurrent creators
 # seldom contend for the same row. Their keys sort before every job name (names start with a
@@ -58,7 +63,7 @@ LARGEST_BATCH = 100
 # What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
 _RACES_LOST = {412, 404}
 
-Id = TypeVar("Id", CollectionId, JobId)
+Id = TypeVar("Id", CloudServiceId, CollectionId, JobId)
 Document = TypeVar("Document", dict[str, Any], JobDocument)
 
 
@@ -73,6 +78,7 @@ class Stored(Generic[Id, Document]):
 
 StoredCollection = Stored[CollectionId, dict[str, Any]]
 StoredJob = Stored[JobId, JobDocument]
+StoredCloudService = Stored[CloudServiceId, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -202,13 +208,18 @@ class Store:
         self._jobs = _Documents(
             service.get_table_client(JOBS_TABLE), _job_id, JobDocument.from_json, "job"
         )
+        self._cloud_services = _Documents(
+            service.get_table_client(CLOUD_SERVICES_TABLE), _cloud_service_id, dict,
+            "cloud service",
+        )  # fmt: skip
+        self._operations = service.get_table_client(OPERATIONS_TABLE)
 
     @classmethod
     def from_connection_string(cls, connection_string: str) -> Store:
         return cls(TableServiceClient.from_connection_string(connection_string))
 
     def create_tables(self) -> None:
-        for name in (COLLECTIONS_TABLE, JOBS_TABLE):
+        for name in (COLLECTIONS_TABLE, JOBS_TABLE, CLOUD_SERVICES_TABLE, OPERATIONS_TABLE):
             with contextlib.suppress(ResourceExistsError):
                 self._service.create_table(name)
 
@@ -427,6 +438,60 @@ class Store:
         for entity in self._collections.table.list_entities():
             yield self._collections.from_entity(entity)
 
+    # --- the classic API's cloud services and operations -----------------------------------
+
+    def cloud_service(self, cloud_service: CloudServiceId) -> StoredCloudService | None:
+        return self._cloud_services.get(
+            table_key(cloud_service.subscription), table_key(cloud_service.name)
+        )
+
+    def cloud_services(self, subscription: str) -> list[StoredCloudService]:
+        """A subscription's cloud services, in name order."""
+        return list(self._cloud_services.query("PartitionKey eq @pk", pk=table_key(subscription)))
+
+    def create_cloud_service(
+        self, cloud_service: CloudServiceId, document: dict[str, Any]
+    ) -> StoredCloudService:
+        """Create a cloud service; EtagMismatch if one of that name exists."""
+        stored, _ = self._cloud_services.save(
+            partition=table_key(cloud_service.subscription), row=table_key(cloud_service.name),
+            columns={"Subscription": cloud_service.subscription, "Name": cloud_service.name},
+            document=document, preconditions=Preconditions(if_none_match="*"),
+        )  # fmt: skip
+        return stored
+
+    def delete_cloud_service(self, cloud_service: CloudServiceId) -> bool:
+        """Delete a cloud service's own record (its collections are the caller's to delete)."""
+        return self._cloud_services.delete(
+            table_key(cloud_service.subscription), table_key(cloud_service.name), Preconditions()
+        )
+
+    def record_operation(self, subscription: str, request_id: str) -> None:
+        """Keep a change's request id, for the clients that poll for its outcome."""
+        self._operations.upsert_entity(
+            {"PartitionKey": table_key(subscription), "RowKey": request_id}
+        )
+
+    def operation_recorded(self, subscription: str, request_id: str) -> bool:
+        try:
+            self._operations.get_entity(table_key(subscription), request_id)
+        except ResourceNotFoundError:
+            return False
+        return True
+
+    def remove_operations_before(self, instant: datetime) -> int:
+        """Forget the changes recorded before `instant`; how many were forgotten."""
+        old = list(
+            self._operations.query_entities(
+                "Timestamp lt @instant", parameters={"instant": instant},
+                select=["PartitionKey", "RowKey"],
+            )
+        )  # fmt: skip
+        for entity in old:
+            with contextlib.suppress(ResourceNotFoundError):
+                self._operations.delete_entity(entity["PartitionKey"], entity["RowKey"])
+        return len(old)
+
     # --- execution ------------------------------------------------------------------------
 
     def collection_state(self, collection: CollectionId) -> str | None:
@@ -539,6 +604,10 @@ def _keys_of(stored: StoredJob) -> dict[str, str]:
 
 def _collection_id(entity: Any) -> CollectionId:
     return CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Name"])
+
+
+def _cloud_service_id(entity: Any) -> CloudServiceId:
+    return CloudServiceId(entity["Subscription"], entity["Name"])
 
 
 def _job_id(entity: Any) -> JobId:

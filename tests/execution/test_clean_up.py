@@ -1,9 +1,11 @@
-"""Retention (docs/behaviour.md#retention): 60 days and 1,000 entries of history; finished jobs for 60 days."""
+"""Retention (docs/behaviour.md#retention): 60 days and 1,000 entries of history; finished jobs for 60 days;
+the classic API's operation records for two days."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from shared.domain import history
 from shared.domain.attempts import Attempt
@@ -11,7 +13,7 @@ from shared.domain.collection import CollectionBody, new_collection
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
-from shared.execution.clean_up import clean_up
+from shared.execution.clean_up import OPERATIONS_KEPT_FOR, clean_up
 from shared.storage.store import Preconditions
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
@@ -67,3 +69,14 @@ def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> 
     assert pipeline.store.job(finished) is None
     assert pipeline.store.history_ids(busy) == []  # every entry is now older than 60 days
     target.close()
+
+
+def test_the_clean_up_forgets_classic_operations_after_two_days(storage: str) -> None:
+    store = Pipeline(storage).store
+    request_id = uuid.uuid4().hex
+    store.record_operation("sub-clean-up", request_id)
+    recorded_at = datetime.now(UTC)  # storage stamps the row with its own clock
+    clean_up(store, recorded_at + OPERATIONS_KEPT_FOR - timedelta(minutes=1))
+    assert store.operation_recorded("sub-clean-up", request_id)
+    clean_up(store, recorded_at + OPERATIONS_KEPT_FOR + timedelta(minutes=1))
+    assert not store.operation_recorded("sub-clean-up", request_id)

@@ -1,0 +1,114 @@
+"""The conventions of the classic (Service Management) API that every classic operation shares:
+the `x-ms-version` header, `api-version` on the scheduler's own routes, XML errors, request ids
+of 32 hex digits, and a record of each change for the clients that poll for its outcome.
+
+Operations are the same kind of function as the ARM ones (`ApiRequest`, `Services` ->
+`ApiResponse`); a response body that is an XML `Element` is sent as XML, any other as JSON.
+Every change is carried out before it is answered, so each one its client polls for has
+succeeded (a refused one was answered with its error at once).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from xml.etree.ElementTree import Element
+
+import azure.functions as func
+
+from shared.api import classic_xml
+from shared.api.arm import ApiResponse, Operation, api_request
+from shared.api.errors import (
+    ArmError,
+    BadRequest,
+    CloudServiceNotFound,
+    InvalidClassicApiVersion,
+    JobCollectionNotFound,
+    MissingVersionHeader,
+    arm_error,
+)
+from shared.domain.ids import CloudServiceId, CollectionId
+from shared.domain.problems import FieldError, InvalidRequest
+from shared.services import Services
+from shared.storage.errors import NotFound
+
+# The scheduler's own version (the classic job and collection reads); x-ms-version is the
+# Service Management API's, any date from its 2012 editions on (.NET sent 2013-03-01, Python
+# 2014-10-01).
+CLASSIC_API_VERSIONS = ("2014-04-01",)
+_MANAGEMENT_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
+_OLDEST_MANAGEMENT_VERSION = "2012-03-01"
+log = logging.getLogger("scheduler.api")
+
+
+def serve_classic(
+    request: func.HttpRequest,
+    operation: Operation,
+    services: Callable[[], Services],
+    *,
+    api_version: bool,
+) -> func.HttpResponse:
+    """Run one classic operation for one HTTP request; `api_version` says whether its route
+    demands `?api-version=`."""
+    request_id = uuid.uuid4().hex
+    try:
+        classic_request = api_request(request)
+        _check_versions(classic_request.headers, classic_request.query, api_version=api_version)
+        running = services()
+        response = operation(classic_request, running)
+        if classic_request.method != "GET" and response.status < 300:
+            subscription = classic_request.route["subscriptionId"]
+            running.store.record_operation(subscription, request_id)
+    except Exception as failure:
+        error = classic_error(failure)
+        if error is None:
+            log.exception("request %s failed: %s %s", request_id, request.method, request.url)
+            error = ArmError(f"Request {request_id} failed.")
+        response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
+    return _http_response(request_id, response)
+
+
+def classic_error(failure: Exception) -> ArmError | None:
+    """The error a failure answers as, in the classic API's words where they differ from ARM's."""
+    match failure:
+        case NotFound(resource=CloudServiceId() as cloud_service):
+            return CloudServiceNotFound(cloud_service)
+        case NotFound(resource=CollectionId() as collection):
+            return JobCollectionNotFound(collection)
+        case InvalidRequest(errors=errors):
+            # Rules name a job's fields below ARM's `properties`, which classic jobs do not have.
+            return BadRequest(
+                "; ".join(
+                    str(FieldError(error.field.removeprefix("properties."), error.problem))
+                    for error in errors
+                )
+            )
+    return arm_error(failure)
+
+
+def _check_versions(
+    headers: Mapping[str, str], query: Mapping[str, str], *, api_version: bool
+) -> None:
+    version = headers.get("x-ms-version", "")
+    if not _MANAGEMENT_VERSION.fullmatch(version) or version < _OLDEST_MANAGEMENT_VERSION:
+        raise MissingVersionHeader()
+    given = query.get("api-version")
+    if (given is None and api_version) or (given is not None and given not in CLASSIC_API_VERSIONS):
+        raise InvalidClassicApiVersion(given, CLASSIC_API_VERSIONS)
+
+
+def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
+    headers = {"x-ms-request-id": request_id, **response.headers}
+    body = response.body
+    if body is None:
+        return func.HttpResponse(status_code=response.status, headers=headers)
+    if isinstance(body, Element):
+        content, mimetype = classic_xml.serialized(body), "application/xml"
+    else:
+        content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
+    return func.HttpResponse(
+        content, status_code=response.status, headers=headers, mimetype=mimetype, charset="utf-8"
+    )

@@ -1,0 +1,290 @@
+"""The classic API's operations: cloud services, job collections, jobs and their history, and
+the status of operations (docs/classic-api.md).
+
+One store, two views: a cloud service is the resource group of that name. A job collection made
+through either API is the same collection through the other; a resource group that holds
+collections is a cloud service even without a record of its own (the real service listed such
+groups as "Resource group based cloud service.").
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import defaultdict
+from typing import Any
+from xml.etree.ElementTree import Element
+
+from pydantic import ValidationError
+
+from shared.api import classic_xml
+from shared.api.arm import ApiRequest, ApiResponse
+from shared.api.classic_jobs import (
+    classic_history_entry,
+    classic_job,
+    job_properties,
+    without_id,
+)
+from shared.api.errors import CloudServiceExists, OperationNotFound
+from shared.api.query import equality_filter, page_bounds
+from shared.domain.collection import CollectionBody, new_collection, patched_collection
+from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
+from shared.domain.job_definition import HistoryStatus, JobState
+from shared.domain.problems import FieldError, InvalidRequest, field_errors
+from shared.domain.wire import merge_patch
+from shared.services import Services
+from shared.storage.errors import NotFound
+from shared.storage.store import (
+    Preconditions,
+    Store,
+    StoredCloudService,
+    StoredCollection,
+    StoredJob,
+)
+
+_REQUEST_ID = re.compile(r"[0-9a-f]{32}")
+
+
+# --- cloud services -------------------------------------------------------------------------
+
+
+def list_cloud_services(request: ApiRequest, services: Services) -> ApiResponse:
+    subscription = valid_subscription(request.route["subscriptionId"])
+    records = {
+        stored.id.name.casefold(): stored for stored in services.store.cloud_services(subscription)
+    }
+    groups: dict[str, list[StoredCollection]] = defaultdict(list)
+    for collection in services.store.collections(subscription):
+        groups[collection.id.resource_group.casefold()].append(collection)
+    listed = []
+    for key in sorted(records.keys() | groups.keys()):
+        listed.append(_cloud_service(records.get(key), groups.get(key, [])))
+    return ApiResponse(200, classic_xml.document("CloudServices", *listed))
+
+
+def get_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
+    cloud_service = _cloud_service_id(request)
+    record, collections = _existing_parts(services.store, cloud_service)
+    shown = _cloud_service(record, collections)
+    headers = {"ETag": record.etag} if record else {}
+    return ApiResponse(200, classic_xml.document("CloudService", *shown), headers)
+
+
+def put_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
+    cloud_service = _cloud_service_id(request)
+    document = classic_xml.cloud_service_document(cloud_service.name, request.body)
+    record, collections = _parts(services.store, cloud_service)
+    if record is not None or collections:
+        raise CloudServiceExists(cloud_service)
+    stored = services.store.create_cloud_service(cloud_service, document)
+    return ApiResponse(202, headers={"ETag": stored.etag})
+
+
+def delete_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
+    """Delete a cloud service with every job collection in it (the legacy client's tests
+    cleaned up by deleting only the cloud service)."""
+    cloud_service = _cloud_service_id(request)
+    record, collections = _existing_parts(services.store, cloud_service)
+    for collection in collections:
+        services.store.delete_collection(collection.id, Preconditions())
+    if record is not None:
+        services.store.delete_cloud_service(cloud_service)
+    return ApiResponse(202)
+
+
+# --- job collections ------------------------------------------------------------------------
+
+
+def check_name_availability(request: ApiRequest, services: Services) -> ApiResponse:
+    cloud_service = _cloud_service_id(request)
+    _existing_parts(services.store, cloud_service)
+    operation, name = request.query.get("op", ""), request.query.get("resourcename")
+    if operation.casefold() != "checknameavailability":
+        raise InvalidRequest.because("op", "must be checknameavailability")
+    if not name:
+        raise InvalidRequest.because("resourceName", "is required")
+    reason = ""
+    try:
+        collection = cloud_service.collection(name)
+    except InvalidRequest as invalid:
+        reason = invalid.errors[0].problem
+    else:
+        if services.store.collection(collection) is not None:
+            reason = f"a job collection named '{name}' exists in this cloud service"
+    answer = classic_xml.availability(not reason, reason, dotnet=request.method == "GET")
+    return ApiResponse(200, answer)
+
+
+def get_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    stored = services.store.existing_collection(_collection_id(request))
+    return ApiResponse(200, classic_xml.resource(stored.id.name, stored.document, stored.etag))
+
+
+def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    """Create a collection in its cloud service's region, or change the plan and quota of one."""
+    collection = _collection_id(request)
+    record, collections = _existing_parts(services.store, collection.cloud_service)
+    properties = classic_xml.collection_body(request.body)
+    previous = services.store.collection(collection)
+    if previous is None:
+        region = record.document["geoRegion"] if record else collections[0].document.get("location")
+        document = new_collection(_collection_body({"location": region, "properties": properties}))
+    else:
+        patch = _collection_body({"properties": properties})
+        document = patched_collection(previous.document, patch)
+    stored, _ = services.scheduling.save_collection(
+        collection, document, services.now(), preconditions=Preconditions(), previous=previous
+    )
+    return ApiResponse(202, headers={"ETag": stored.etag})
+
+
+def delete_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    collection = _collection_id(request)
+    if not services.store.delete_collection(collection, Preconditions()):
+        raise NotFound(collection)
+    return ApiResponse(202)
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+
+def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
+    collection = services.store.existing_collection(_collection_id(request))
+    state = equality_filter(request.query.get("$filter"), "state", JobState)
+    skip, top = page_bounds(request.query)
+    found = services.store.jobs(collection.id, state)[skip : skip + top]
+    return ApiResponse(200, [_job(stored) for stored in found])
+
+
+def get_job(request: ApiRequest, services: Services) -> ApiResponse:
+    stored = services.store.existing_job(_job_id(request))
+    return ApiResponse(200, _job(stored))
+
+
+def put_job(request: ApiRequest, services: Services) -> ApiResponse:
+    return _save_job(request, services, _job_id(request))
+
+
+def post_job(request: ApiRequest, services: Services) -> ApiResponse:
+    """Create a job under a name the service makes up."""
+    collection = _collection_id(request)
+    return _save_job(request, services, JobId(collection, uuid.uuid4().hex))
+
+
+def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
+    job = _job_id(request)
+    slot = services.store.job_slot(job)
+    if slot.current is None:
+        raise NotFound(job)
+    patch = request.json_body()
+    if not isinstance(patch, dict):
+        raise InvalidRequest.because("", "the request body must be a JSON object")
+    merged = job_properties(merge_patch(slot.current.document.definition, without_id(patch)))
+    stored, _ = services.scheduling.save_definition(
+        slot.current.id, merged, services.now(), slot=slot
+    )
+    return ApiResponse(200, _job(stored))
+
+
+def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
+    job = _job_id(request)
+    if not services.store.delete_job(job, Preconditions()):
+        raise NotFound(job)
+    return ApiResponse(200)  # recorded: 200, where the collection's and cloud service's are 202
+
+
+def list_history(request: ApiRequest, services: Services) -> ApiResponse:
+    """A job's executions, newest first."""
+    job = services.store.existing_job(_job_id(request)).id
+    status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    skip, top = page_bounds(request.query)
+    entries = services.store.history(job, status)[skip : skip + top]
+    return ApiResponse(200, [classic_history_entry(job.name, *entry) for entry in entries])
+
+
+# --- operations -----------------------------------------------------------------------------
+
+
+def get_operation_status(request: ApiRequest, services: Services) -> ApiResponse:
+    subscription = valid_subscription(request.route["subscriptionId"])
+    given = request.route["requestId"]
+    request_id = given.replace("-", "").lower()
+    if not (
+        _REQUEST_ID.fullmatch(request_id)
+        and services.store.operation_recorded(subscription, request_id)
+    ):
+        raise OperationNotFound(given)
+    return ApiResponse(200, classic_xml.operation(request_id))
+
+
+# --- the steps ------------------------------------------------------------------------------
+
+
+def _save_job(request: ApiRequest, services: Services, job: JobId) -> ApiResponse:
+    properties = job_properties(request.json_body())
+    stored, created = services.scheduling.save_definition(job, properties, services.now())
+    return ApiResponse(201 if created else 200, _job(stored))
+
+
+def _job(stored: StoredJob) -> dict[str, Any]:
+    return classic_job(stored.id.name, stored.document.public_properties())
+
+
+def _parts(
+    store: Store, cloud_service: CloudServiceId
+) -> tuple[StoredCloudService | None, list[StoredCollection]]:
+    """A cloud service's own record (if any) and the job collections in it."""
+    collections = store.collections(cloud_service.subscription, cloud_service.name)
+    return store.cloud_service(cloud_service), collections
+
+
+def _existing_parts(
+    store: Store, cloud_service: CloudServiceId
+) -> tuple[StoredCloudService | None, list[StoredCollection]]:
+    """As `_parts`, or NotFound when there is neither a record nor a collection."""
+    record, collections = _parts(store, cloud_service)
+    if record is None and not collections:
+        raise NotFound(cloud_service)
+    return record, collections
+
+
+def _cloud_service(
+    record: StoredCloudService | None, collections: list[StoredCollection]
+) -> Element:
+    """A cloud service as XML, from its record or (without one) its resource group's collections."""
+    name = record.id.name if record else collections[0].id.resource_group
+    return classic_xml.cloud_service(
+        name,
+        record.document if record else None,
+        [(stored.id.name, stored.document, stored.etag) for stored in collections],
+    )
+
+
+def _collection_body(sent: dict[str, Any]) -> CollectionBody:
+    try:
+        return CollectionBody.model_validate(sent)
+    except ValidationError as invalid:
+        # Named as the XML names them: properties.quota.maxJobCount -> IntrinsicSettings.Quota...
+        raise InvalidRequest(
+            [
+                FieldError(_xml_path(problem.field), problem.problem)
+                for problem in field_errors(invalid)
+            ]
+        ) from None
+
+
+def _xml_path(field: str) -> str:
+    field = field.replace("properties.quota", "IntrinsicSettings.Quota")
+    return ".".join(part[:1].upper() + part[1:] for part in field.split("."))
+
+
+def _cloud_service_id(request: ApiRequest) -> CloudServiceId:
+    return CloudServiceId.of(request.route["subscriptionId"], request.route["cloudServiceName"])
+
+
+def _collection_id(request: ApiRequest) -> CollectionId:
+    return _cloud_service_id(request).collection(request.route["jobCollectionName"])
+
+
+def _job_id(request: ApiRequest) -> JobId:
+    return JobId.of(_collection_id(request), request.route["jobId"])
