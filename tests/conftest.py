@@ -129,6 +129,25 @@ def launch_host(
     return host
 
 
+@pytest.fixture(scope="session")
+def replay_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """A host where nothing runs (timers and executor off), on an Azurite of its own, for the
+    replays of recorded traffic: on the session's Azurite, the session host's executor would
+    take the replay's execution messages from the shared queue and run its jobs mid-comparison."""
+    emulator = azurite.start()
+    port, key = azurite.free_port(), secrets.token_urlsafe(24)
+    log_path = tmp_path_factory.mktemp("replay-host") / "output.log"
+    nothing_runs = {
+        f"AzureWebJobs.{name}.Disabled": "true"
+        for name in ("due_attempts_timer", "executor", "retention_timer")
+    }
+    host = launch_host(emulator.connection_string, port, key, log_path, settings=nothing_runs)
+    yield Service(f"http://127.0.0.1:{port}", key, emulator.connection_string, log_path)
+    host.terminate()
+    host.wait(timeout=10)
+    emulator.stop()
+
+
 @pytest.fixture
 def api(service: Service) -> Iterator[httpx.Client]:
     """An HTTP client for the management API: function key and api-version already set."""

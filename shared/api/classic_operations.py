@@ -97,7 +97,7 @@ def delete_cloud_service(request: ApiRequest, services: Services) -> ApiResponse
 
 def check_name_availability(request: ApiRequest, services: Services) -> ApiResponse:
     cloud_service = _cloud_service_id(request)
-    _existing_parts(services.store, cloud_service)
+    _, collections = _existing_parts(services.store, cloud_service)
     operation, name = request.query.get("op", ""), request.query.get("resourcename")
     if operation.casefold() != "checknameavailability":
         raise InvalidRequest.because("op", "must be checknameavailability")
@@ -109,7 +109,7 @@ def check_name_availability(request: ApiRequest, services: Services) -> ApiRespo
     except InvalidRequest as invalid:
         reason = invalid.errors[0].problem
     else:
-        if services.store.collection(collection) is not None:
+        if _named(collections, collection) is not None:
             reason = f"a job collection named '{name}' exists in this cloud service"
     answer = classic_xml.availability(not reason, reason, dotnet=request.method == "GET")
     return ApiResponse(200, answer)
@@ -125,7 +125,7 @@ def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     collection = _collection_id(request)
     record, collections = _existing_parts(services.store, collection.cloud_service)
     properties = classic_xml.collection_body(request.body)
-    previous = services.store.collection(collection)
+    previous = _named(collections, collection)
     if previous is None:
         region = record.document["geoRegion"] if record else collections[0].document.get("location")
         document = new_collection(_collection_body({"location": region, "properties": properties}))
@@ -246,6 +246,12 @@ def _existing_parts(
     if record is None and not collections:
         raise NotFound(cloud_service)
     return record, collections
+
+
+def _named(collections: list[StoredCollection], wanted: CollectionId) -> StoredCollection | None:
+    """The one of a cloud service's collections that is `wanted` (names match in any case)."""
+    folded = wanted.name.casefold()
+    return next((found for found in collections if found.id.name.casefold() == folded), None)
 
 
 def _cloud_service(

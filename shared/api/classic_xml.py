@@ -76,7 +76,7 @@ def text_of(element: Element | None, *path: str) -> str | None:
     for name in path:
         if element is None:
             return None
-        element = next((child for child in element if _local(child.tag) == name.casefold()), None)
+        element = child(element, name)
     if element is None or element.text is None or not element.text.strip():
         return None
     return element.text.strip()

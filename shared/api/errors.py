@@ -58,11 +58,15 @@ class InvalidApiVersion(ArmError):
         )
 
 
-class CollectionNotFound(ArmError):
-    """A missing collection, in the words of the ARM gateway, which answered for the service."""
+class ResourceNotFound(ArmError):
+    """Something other than a job does not exist (a job's 404 has a code of its own)."""
 
     status = 404
     code = "ResourceNotFound"
+
+
+class CollectionNotFound(ResourceNotFound):
+    """A missing collection, in the words of the ARM gateway, which answered for the service."""
 
     def __init__(self, collection: CollectionId) -> None:
         super().__init__(
@@ -103,19 +107,13 @@ class InvalidClassicApiVersion(ArmError):
         )
 
 
-class CloudServiceNotFound(ArmError):
-    status = 404
-    code = "ResourceNotFound"
-
+class CloudServiceNotFound(ResourceNotFound):
     def __init__(self, cloud_service: CloudServiceId) -> None:
         super().__init__(f"The cloud service '{cloud_service.name}' does not exist.")
 
 
-class JobCollectionNotFound(ArmError):
+class JobCollectionNotFound(ResourceNotFound):
     """A missing collection, as the classic API names it (inside its cloud service)."""
-
-    status = 404
-    code = "ResourceNotFound"
 
     def __init__(self, collection: CollectionId) -> None:
         super().__init__(
@@ -124,10 +122,7 @@ class JobCollectionNotFound(ArmError):
         )
 
 
-class OperationNotFound(ArmError):
-    status = 404
-    code = "ResourceNotFound"
-
+class OperationNotFound(ResourceNotFound):
     def __init__(self, request_id: str) -> None:
         super().__init__(f"There is no operation with request id '{request_id[:40]}'.")
 

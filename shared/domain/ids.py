@@ -73,10 +73,7 @@ class CloudServiceId:
 
     def collection(self, name: str) -> CollectionId:
         """One of its job collections, or InvalidRequest if `name` is malformed."""
-        problems = _name_problems("jobCollectionName", name, _NAME)
-        if problems:
-            raise InvalidRequest(problems)
-        return CollectionId(self.subscription, self.name, name)
+        return CollectionId(self.subscription, self.name, _valid("jobCollectionName", name, _NAME))
 
     @property
     def arm_id(self) -> str:
@@ -91,10 +88,7 @@ class JobId:
 
     @classmethod
     def of(cls, collection: CollectionId, name: str) -> JobId:
-        problems = _name_problems("jobName", name, _NAME)
-        if problems:
-            raise InvalidRequest(problems)
-        return cls(collection, name)
+        return cls(collection, _valid("jobName", name, _NAME))
 
     @property
     def arm_id(self) -> str:
@@ -107,17 +101,19 @@ class JobId:
 
 
 def valid_subscription(subscription: str) -> str:
-    problems = _name_problems("subscriptionId", subscription, _SUBSCRIPTION)
-    if problems:
-        raise InvalidRequest(problems)
-    return subscription
+    return _valid("subscriptionId", subscription, _SUBSCRIPTION)
 
 
 def valid_resource_group(resource_group: str) -> str:
-    problems = _name_problems("resourceGroupName", resource_group, _RESOURCE_GROUP)
+    return _valid("resourceGroupName", resource_group, _RESOURCE_GROUP)
+
+
+def _valid(field: str, value: str, rule: re.Pattern[str]) -> str:
+    """`value` if it follows `rule`, else InvalidRequest naming `field`."""
+    problems = _name_problems(field, value, rule)
     if problems:
         raise InvalidRequest(problems)
-    return resource_group
+    return value
 
 
 def _name_problems(field: str, value: str, rule: re.Pattern[str]) -> list[FieldError]:

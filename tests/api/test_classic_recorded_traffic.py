@@ -1,5 +1,5 @@
 """The classic API answers as the real one did: the legacy client's eight recorded sessions (2015,
-tests/recordings/classic/) replayed call by call against the local host, every answer compared
+tests/recordings/classic/) replayed call by call against a local host where nothing runs, every answer compared
 with the recorded one (status, content type, and every XML element and JSON key with its value).
 
 What differs by nature is compared for presence only: ETags, request and operation ids, a job's
@@ -67,7 +67,8 @@ def recorded_cloud_service(body: str, name: str) -> str:
 
 
 @pytest.mark.parametrize("recording", RECORDINGS, ids=[path.name.split(".")[1] for path in RECORDINGS])
-def test_each_recorded_call_is_answered_as_recorded(service: Service, recording: Path) -> None:
+def test_each_recorded_call_is_answered_as_recorded(replay_host: Service, recording: Path) -> None:
+    service = replay_host  # nothing runs there: a recorded job's counts stay as recorded
     subscription = str(uuid.uuid4())
     our_request_ids: dict[str, str] = {}  # recorded request id -> ours, for the polls
     made: list[str] = []  # the cloud services this session made

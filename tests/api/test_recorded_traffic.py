@@ -14,8 +14,9 @@ Recorded end times (2020) have passed; every `endTime` is moved ten years later,
 and in the expected answer alike.
 
 The host runs with its timer and executor disabled (the Functions setting
-`AzureWebJobs.<name>.Disabled`), so that no job runs while its answers are compared: the
-recordings were made with jobs that had not run yet.
+`AzureWebJobs.<name>.Disabled`) on an Azurite of its own (`replay_host` in tests/conftest.py),
+so that no job runs while its answers are compared: the recordings were made with jobs that had
+not run yet.
 
 Collections that a recorded list shows but the scenario never created (the SDK team's own
 `sdk-test`) existed before the recording; they are created first, from the listed resource.
@@ -24,17 +25,14 @@ Collections that a recorded list shows but the scenario never created (the SDK t
 from __future__ import annotations
 
 import json
-import secrets
 import uuid
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from devhost import azurite
-from tests.conftest import Service, launch_host
+from tests.conftest import Service
 from tests.factories import made_pfx
 from tests.recorded import RecordedCall, Recording, all_recordings
 
@@ -49,20 +47,6 @@ CLOCK_OR_IDENTITY = {
 # README's compatibility section lists each of them.
 DELIBERATE_DEVIATIONS: dict[tuple[str, int], str] = {}
 RECORDINGS = all_recordings()
-
-
-@pytest.fixture(scope="module")
-def replay_host(storage: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    port, key = azurite.free_port(), secrets.token_urlsafe(24)
-    log_path = tmp_path_factory.mktemp("replay-host") / "output.log"
-    nothing_runs = {
-        f"AzureWebJobs.{name}.Disabled": "true"
-        for name in ("due_attempts_timer", "executor", "retention_timer")
-    }
-    host = launch_host(storage, port, key, log_path, settings=nothing_runs)
-    yield Service(f"http://127.0.0.1:{port}", key, storage, log_path)
-    host.terminate()
-    host.wait(timeout=10)
 
 
 @pytest.mark.parametrize("recording", RECORDINGS, ids=[r.name for r in RECORDINGS])
