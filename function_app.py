@@ -6,10 +6,12 @@ import json
 import azure.functions as func
 
 from shared import services
-from shared.api import openapi
+from shared.api import health, openapi
 from shared.api.arm import serve
 from shared.api.classic import serve_classic
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
+from shared.console import pages
+from shared.console.pages import ConsoleRoute
 from shared.execution import clean_up, timer
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
@@ -29,10 +31,19 @@ def _register_classic(route: ClassicRoute) -> None:
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 
 
+def _register_console(route: ConsoleRoute) -> None:
+    def handle(req: func.HttpRequest) -> func.HttpResponse:
+        return serve(req, route.operation, services.current, versioned=False)
+
+    app.function_name(route.name)(app.route(route=route.template, methods=["GET"])(handle))
+
+
 for _route in ROUTES:
     _register(_route)
 for _classic_route in CLASSIC_ROUTES:
     _register_classic(_classic_route)
+for _console_route in pages.ROUTES:
+    _register_console(_console_route)
 
 
 @app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_TICK_SCHEDULE%", run_on_startup=False)
@@ -66,3 +77,21 @@ async def executor(message: func.QueueMessage) -> None:
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(openapi.document()), mimetype="application/json")
+
+
+@app.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def health_check(req: func.HttpRequest) -> func.HttpResponse:
+    """Storage reachable, queue depth, the timer's last tick: nothing secret."""
+    status, report = health.check(services.current)
+    return func.HttpResponse(json.dumps(report), status_code=status, mimetype="application/json")
+
+
+@app.route(route="console", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def console_page(req: func.HttpRequest) -> func.HttpResponse:
+    """The web console; it asks for the function key itself."""
+    return pages.file_response("index.html")
+
+
+@app.route(route="console/static/{name}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def console_file(req: func.HttpRequest) -> func.HttpResponse:
+    return pages.file_response(req.route_params["name"])

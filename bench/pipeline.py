@@ -347,7 +347,7 @@ def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(add, range(due)))
     _bulk_rows(table, extra, now)
-    index.set_watermark(now)
+    index.set_watermark(now, ticked_at=now)
     read: list[int] = []
     reading = index.due
 

@@ -1,10 +1,11 @@
 """`python -m devhost`: run the function app locally, on Azurite.
 
-Starts Azurite on a fresh data folder (unless --no-azurite), points AzureWebJobsStorage (and
-StorageQueue actions, SCHEDULER_QUEUE_ENDPOINT_TEMPLATE) at it,
+Starts Azurite (unless --no-azurite) on the project's .azurite/ folder, whose data is kept
+between runs (--fresh empties it first), on its standard ports 10000-10002 when they are free;
+points AzureWebJobsStorage (and StorageQueue actions, SCHEDULER_QUEUE_ENDPOINT_TEMPLATE) at it,
 then runs the app: under `func start` when Azure Functions Core Tools are installed, otherwise
-with this package's own host. It prints the base URL and the function key, and stops Azurite
-when it stops.
+with this package's own host. It prints Azurite's endpoints and connection string, the base URL
+and the function key, and stops Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key.
@@ -13,6 +14,7 @@ Settings come from the environment, then local.settings.json (or the sample), as
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
 import os
@@ -24,26 +26,37 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import IO
 
 from devhost import azurite
 from devhost.http_host import FunctionsHttpServer, http_functions
 from devhost.triggers import triggers_of
+from shared.logs import quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
+AZURITE_DATA = ROOT / ".azurite"  # in .gitignore and .funcignore
+LOCK_NAME = "devhost.lock"  # in AZURITE_DATA, held while an Azurite runs on it
 
 
 def main(argv: list[str] | None = None) -> int:
     options = _arguments().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("azure").setLevel(logging.WARNING)  # the SDKs log every request at INFO
+    quiet_third_party_loggers()  # the SDKs and httpx log every request, URL and all, at INFO
     _load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
     key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
 
     emulator = None
     if not options.no_azurite:
-        emulator = azurite.start()
+        lock = _lock(AZURITE_DATA)  # held (open) until this process exits
+        if lock is None:
+            print(f"Another local host is using {AZURITE_DATA}: stop it first.", file=sys.stderr)
+            return 1
+        if options.fresh:
+            azurite.empty(AZURITE_DATA, keep={LOCK_NAME})
+        emulator = _start_azurite(AZURITE_DATA)
+        _print_azurite(emulator)
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
         os.environ["SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"] = emulator.queue_endpoint_template
     try:
@@ -63,8 +76,52 @@ def _arguments() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-azurite", action="store_true", help="use AzureWebJobsStorage as it is"
     )
+    parser.add_argument(
+        "--fresh", action="store_true", help="delete Azurite's data (.azurite/) first: start empty"
+    )
     parser.add_argument("--own-host", action="store_true", help="never hand over to `func start`")
     return parser
+
+
+def _lock(folder: Path) -> IO[bytes] | None:
+    """An exclusive lock on `folder`'s Azurite data (None: another process holds it), so that
+    two local hosts never run two Azurites on the same files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = (folder / LOCK_NAME).open("ab")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def _start_azurite(location: Path) -> azurite.Azurite:
+    """Azurite on `location`, on its standard ports if they are free, otherwise on free ones."""
+    ports = azurite.standard_ports_or_free()
+    try:
+        return azurite.start(*ports, location=location)
+    except RuntimeError:
+        if ports != azurite.STANDARD_PORTS:
+            raise
+        return azurite.start(location=location)  # taken in the meantime: any free ones
+
+
+def _print_azurite(emulator: azurite.Azurite) -> None:
+    try:
+        shown = f"{emulator.location.relative_to(Path.cwd())}/"
+    except ValueError:
+        shown = str(emulator.location)
+    print(f"Azurite, data kept in {shown} (`make run FRESH=1` starts empty):", flush=True)
+    for name, url in emulator.endpoints.items():
+        print(f"  {name:<6} {url}", flush=True)
+    print(f"  connection string: {emulator.connection_string}", flush=True)
+    standard = (emulator.blob_port, emulator.queue_port, emulator.table_port)
+    if standard != azurite.STANDARD_PORTS:
+        print(
+            "  (ports 10000-10002 are taken: UseDevelopmentStorage=true is not this one)",
+            flush=True,
+        )
 
 
 def _load_local_settings() -> None:

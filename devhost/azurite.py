@@ -1,12 +1,17 @@
-"""Azurite, the Table/Queue/Blob emulator, started from node_modules on a fresh data folder."""
+"""Azurite, the Table/Queue/Blob emulator, started from node_modules.
+
+By default on a fresh temporary data folder that `stop()` removes (the tests' Azurites); given a
+`location`, on that folder, kept as it is (`make run`'s `.azurite/`).
+"""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +22,9 @@ ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
+# Azurite's standard ports (blob, queue, table), which `UseDevelopmentStorage=true` and Azure
+# Storage Explorer's "Emulator" connection assume.
+STANDARD_PORTS = (10000, 10001, 10002)
 STARTUP_TIMEOUT_S = 20.0
 
 
@@ -28,16 +36,21 @@ class Azurite:
     queue_port: int
     table_port: int
     process: subprocess.Popen[bytes] = field(repr=False)
-    location: tempfile.TemporaryDirectory[str] = field(repr=False)
+    location: Path
+    # The temporary folder that `stop()` removes; None for a persistent `location`.
+    temporary: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+
+    @property
+    def endpoints(self) -> dict[str, str]:
+        """The account's blob, queue and table endpoints, in that order."""
+        ports = {"blob": self.blob_port, "queue": self.queue_port, "table": self.table_port}
+        return {name: f"http://127.0.0.1:{port}/{ACCOUNT}" for name, port in ports.items()}
 
     @property
     def connection_string(self) -> str:
-        host = "http://127.0.0.1"
         return (
             f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
-            f"BlobEndpoint={host}:{self.blob_port}/{ACCOUNT};"
-            f"QueueEndpoint={host}:{self.queue_port}/{ACCOUNT};"
-            f"TableEndpoint={host}:{self.table_port}/{ACCOUNT};"
+            + "".join(f"{name.title()}Endpoint={url};" for name, url in self.endpoints.items())
         )
 
     @property
@@ -51,29 +64,42 @@ class Azurite:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
-        self.location.cleanup()
+        if self.temporary is not None:
+            self.temporary.cleanup()
 
 
 def start(
-    blob_port: int = 0, queue_port: int = 0, table_port: int = 0, options: Sequence[str] = ()
+    blob_port: int = 0,
+    queue_port: int = 0,
+    table_port: int = 0,
+    options: Sequence[str] = (),
+    location: Path | None = None,
 ) -> Azurite:
     """Start Azurite on the given ports (0: any free one) and wait until it answers.
 
     `options` go to Azurite as they are (`--oauth basic --cert ... --key ...`, say).
+    `location` is the data folder, created if missing and never removed; without it, a fresh
+    temporary folder that `stop()` removes.
     """
     if not AZURITE.exists():
         raise RuntimeError(f"{AZURITE} is missing: run `npm ci` (make does) first")
     ports = [port or free_port() for port in (blob_port, queue_port, table_port)]
-    location = tempfile.TemporaryDirectory(prefix="azurite-")
+    temporary = None
+    if location is None:
+        temporary = tempfile.TemporaryDirectory(prefix="azurite-")
+        location = Path(temporary.name)
+    location.mkdir(parents=True, exist_ok=True)
     # --skipApiVersionCheck: the current Python SDKs send API versions Azurite does not know yet.
     command = [
         "node", str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
-        "--location", location.name,
+        "--location", str(location),
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
         *options,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    azurite = Azurite(ports[0], ports[1], ports[2], process=process, location=location)
+    azurite = Azurite(
+        ports[0], ports[1], ports[2], process=process, location=location, temporary=temporary
+    )
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not all(_answers(port) for port in ports):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -93,10 +119,44 @@ def queue_endpoint_template(connection_string: str) -> str:
     return fields["QueueEndpoint"].rstrip("/").rsplit("/", 1)[0] + "/{account}"
 
 
+def standard_ports_or_free() -> tuple[int, int, int]:
+    """Azurite's standard ports when all three are free, otherwise three free ones."""
+    if all(is_free(port) for port in STANDARD_PORTS):
+        return STANDARD_PORTS
+    return (free_port(), free_port(), free_port())
+
+
+def empty(location: Path, keep: Container[str] = ()) -> None:
+    """Delete everything in a data folder but the names in `keep` (and the folder itself), for
+    a fresh start."""
+    for entry in location.iterdir() if location.is_dir() else ():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def is_free(port: int) -> bool:
+    """Whether nothing listens on `port` on 127.0.0.1 and it can be bound."""
+    if _answers(port):
+        return False
+    with socket.socket() as probe:
+        # As servers bind (Node's included): connections of a stopped Azurite lingering in
+        # TIME_WAIT do not keep its ports from the next one.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _answers(port: int) -> bool:

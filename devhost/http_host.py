@@ -113,7 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        # Without the query string: `?code=` carries the function key.
+        log.debug("%s %s", self.address_string(), (format % args).split("?", 1)[0])
 
     def _dispatch(self) -> None:
         url = urlsplit(self.path)

@@ -31,6 +31,7 @@ from shared.domain.job_definition import ActionType
 from shared.execution.dispatch import Dispatcher
 from shared.execution.scheduling import Scheduling
 from shared.execution.worker import ExecutionWorker
+from shared.logs import quiet_third_party_loggers
 from shared.settings import Settings
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
@@ -115,6 +116,7 @@ def build(
     A test passes its own clock, queue and table names, and may pass a `store` built on the
     same tables (a subclass that injects faults or counts calls).
     """
+    quiet_third_party_loggers()  # before any client is built: none may log a target's URL
     identity = settings.storage_identity
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None

@@ -46,7 +46,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # The fixtures that start processes (or, for the broker, need its AMQP package).
-NEEDS_SERVICES = {"storage", "service", "service_bus", "broker", "secure_azurite"}
+NEEDS_SERVICES = {"storage", "service", "service_bus", "broker", "secure_azurite", "browser"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ import tree_sitter_bicep
 from tree_sitter import Language, Node, Parser
 
 from shared.api.routes import CLASSIC_ROUTES, ROUTES
+from shared.console.pages import ROUTES as CONSOLE_ROUTES
 from shared.settings import EVERY_SETTING, STORAGE, STORAGE_QUEUE_URI, STORAGE_TABLE_URI, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,8 +264,9 @@ def test_host_json_is_what_the_functions_host_expects() -> None:
 
 def test_the_host_discovers_every_function(functions: list[Any]) -> None:
     found = {function.get_function_name(): function.get_trigger().get_dict_repr()["type"] for function in functions}
-    expected = {route.name: "httpTrigger" for route in [*ROUTES, *CLASSIC_ROUTES]} | {
-        "openapi_document": "httpTrigger", "due_attempts_timer": "timerTrigger",
+    expected = {route.name: "httpTrigger" for route in [*ROUTES, *CLASSIC_ROUTES, *CONSOLE_ROUTES]} | {
+        "openapi_document": "httpTrigger", "health_check": "httpTrigger",
+        "console_page": "httpTrigger", "console_file": "httpTrigger", "due_attempts_timer": "timerTrigger",
         "retention_timer": "timerTrigger", "executor": "queueTrigger",
     }  # fmt: skip
     assert found == expected

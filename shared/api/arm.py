@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
@@ -81,34 +83,59 @@ Operation = Callable[[ApiRequest, Services], ApiResponse]
 
 
 def serve(
-    request: func.HttpRequest, operation: Operation, services: Callable[[], Services]
+    request: func.HttpRequest,
+    operation: Operation,
+    services: Callable[[], Services],
+    *,
+    versioned: bool = True,
 ) -> func.HttpResponse:
     """Run one operation for one HTTP request, with every ARM convention applied.
 
     `services` gives the process's services; it is called inside, so that a failure to build
-    them is answered in the ARM envelope like any other fault.
+    them is answered in the ARM envelope like any other fault. `versioned=False` serves routes
+    of our own that take no api-version (the console's reads).
     """
+    started = time.perf_counter()
     request_id = str(uuid.uuid4())
     try:
         arm_request = api_request(request)
-        _check_api_version(arm_request.query)
+        if versioned:
+            _check_api_version(arm_request.query)
         response = operation(arm_request, services())
     except Exception as failure:
         error = arm_error(failure)
         if error is None:
-            log.exception("request %s failed: %s %s", request_id, request.method, request.url)
+            log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, error.envelope)
     headers = {"x-ms-request-id": request_id, **response.headers}
     if response.body is None:
-        return func.HttpResponse(status_code=response.status, headers=headers)
-    return func.HttpResponse(
-        json.dumps(response.body, separators=(",", ":")),
-        status_code=response.status,
-        headers=headers,
-        mimetype="application/json",
-        charset="utf-8",
-    )
+        answer = func.HttpResponse(status_code=response.status, headers=headers)
+    else:
+        answer = func.HttpResponse(
+            json.dumps(response.body, separators=(",", ":")),
+            status_code=response.status,
+            headers=headers,
+            mimetype="application/json",
+            charset="utf-8",
+        )
+    log_access(request, response.status, started)
+    return answer
+
+
+def request_line(request: func.HttpRequest) -> str:
+    """The method and path of a request, as logs show it: never its query string, which may
+    carry the function key (`?code=`)."""
+    return f"{request.method.upper()} {urlsplit(request.url).path}"
+
+
+def log_access(request: func.HttpRequest, status: int, started: float) -> None:
+    """The one access line of an API call: `PUT /subscriptions/.../jobs/j 201 12 ms`.
+
+    `started` is the `time.perf_counter()` reading taken when the call came in.
+    """
+    elapsed = round((time.perf_counter() - started) * 1000)
+    log.info("%s %d %d ms", request_line(request), status, elapsed)
 
 
 def api_request(request: func.HttpRequest) -> ApiRequest:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from xml.etree.ElementTree import Element
@@ -20,7 +21,7 @@ from xml.etree.ElementTree import Element
 import azure.functions as func
 
 from shared.api import classic_xml
-from shared.api.arm import ApiResponse, Operation, api_request
+from shared.api.arm import ApiResponse, Operation, api_request, log_access, request_line
 from shared.api.errors import (
     ArmError,
     BadRequest,
@@ -53,6 +54,7 @@ def serve_classic(
 ) -> func.HttpResponse:
     """Run one classic operation for one HTTP request; `api_version` says whether its route
     demands `?api-version=`."""
+    started = time.perf_counter()
     request_id = uuid.uuid4().hex
     try:
         classic_request = api_request(request)
@@ -65,10 +67,12 @@ def serve_classic(
     except Exception as failure:
         error = classic_error(failure)
         if error is None:
-            log.exception("request %s failed: %s %s", request_id, request.method, request.url)
+            log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
-    return _http_response(request_id, response)
+    answer = _http_response(request_id, response)
+    log_access(request, response.status, started)
+    return answer
 
 
 def classic_error(failure: Exception) -> ArmError | None:

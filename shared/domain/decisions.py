@@ -179,7 +179,8 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
         (Attempt(expected).history_id, _postponed_entry(expected, attempt.expected, now))
         for expected in run.postponed
     ]
-    entries.append((attempt.history_id, _entry(attempt, outcome, document, run)))
+    entry = _entry(attempt, outcome, document, run)
+    entries.append((attempt.history_id, entry))
     status = document.status
     if attempt.action is ActionName.MAIN_ACTION:
         status = replace(
@@ -197,6 +198,7 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
         document,
         status=status,
         history_count=document.history_count + len(entries),
+        last_attempt={name: value for name, value in entry.items() if name != "message"},
         occurrences=document.occurrences
         + (run.passed if not attempt.run_now and attempt.starts_occurrence else 0),
     )

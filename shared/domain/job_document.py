@@ -122,6 +122,9 @@ class JobDocument:
     history_count: int = 0  # entries written, so the clean-up reads only jobs with too many
     ended_at: datetime | None = None  # when it became Completed or Faulted
     region: str = ""  # its collection's location, which StorageQueue messages name
+    # The history entry of the latest attempt, without its message: what the console shows as
+    # a job's last run, with no history query per job.
+    last_attempt: dict[str, Any] | None = None
 
     @classmethod
     def defined(
@@ -131,11 +134,14 @@ class JobDocument:
         """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
         for its first occurrence if it is enabled. A new definition starts its schedule afresh;
         the counts of what already ran (`previous`, the document it replaces) stay."""
-        status = JobStatus()
+        status, last_attempt = JobStatus(), None
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)
+            last_attempt = previous.last_attempt
         retries = Retries.of(_retry_policy_of(definition), sku)
-        document = cls(definition, defined_at, retries, status, region=region)
+        document = cls(
+            definition, defined_at, retries, status, region=region, last_attempt=last_attempt
+        )
         first = document.schedule.first if document.enabled else None
         return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
 
@@ -199,6 +205,8 @@ class JobDocument:
         }
         if self.ended_at is not None:
             stored["endedAt"] = iso(self.ended_at)
+        if self.last_attempt is not None:
+            stored["lastAttempt"] = self.last_attempt
         return stored
 
     @classmethod
@@ -220,6 +228,7 @@ class JobDocument:
             history_count=stored.get("historyCount", 0),
             ended_at=parse_iso(ended) if ended else None,
             region=stored.get("region", ""),
+            last_attempt=stored.get("lastAttempt"),
         )
 
 

@@ -62,6 +62,10 @@ class Dispatcher:
         self._gathering: dict[int, _Gathering] = {}
         self._lock = threading.Lock()
 
+    def queue_depth(self) -> int:
+        """About how many messages the execution queue holds, invisible ones included."""
+        return int(self._queue.get_queue_properties().approximate_message_count or 0)
+
     def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> None:
         """Queue what is due within the horizon (grouped by second), index the rest."""
         soon = []

@@ -36,7 +36,7 @@ def tick(
     """Send every row due before now + look-ahead (at most MOST_PER_TICK), advance the watermark."""
     until = now + lookahead
     cursor = index.watermark() or _first_row_bucket(index, until)
-    handed = 0
+    handed, recorded = 0, False
     with ThreadPoolExecutor(_SENDERS) as senders:
         while cursor < until and handed < MOST_PER_TICK:
             bucket = bucket_of(cursor)
@@ -50,7 +50,10 @@ def tick(
             if not rows and until - cursor > BUCKET:  # a long empty stretch: jump over it
                 following = index.first_bucket_after(bucket)
                 cursor = until if following is None else max(cursor, min(following, until))
-            index.set_watermark(cursor)
+            index.set_watermark(cursor, ticked_at=now)
+            recorded = True
+    if not recorded:  # nothing to move, but /health tells when the timer last ran
+        index.set_watermark(cursor, ticked_at=now)
     if handed:
         log.info("tick handed %d due attempts to the queue, watermark %s", handed, cursor)
     return TickReport(handed, cursor, caught_up=cursor >= until)

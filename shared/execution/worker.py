@@ -10,6 +10,9 @@ again (`Resend`).
 
 A message that keeps failing is given up on at its last delivery: its attempt is recorded as
 failed, the job moves on, and the host moves the message to the poison queue.
+
+Each recorded outcome is logged as one line at its level (`outcome_log`), naming the job and
+the try as history does, and never the target's URL.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
-from shared.domain.attempts import Delivery, Pending, execution_id
+from shared.domain.attempts import Delivery, Pending
 from shared.domain.decisions import (
     NotYet,
     Outcome,
@@ -40,6 +43,7 @@ from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import deliveries_of
+from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.keys import jobs_partition
@@ -159,19 +163,19 @@ class ExecutionWorker:
                 redelivered=redelivered,
             )
             if isinstance(decided, Skip):
-                log.info("%s: nothing to run: %s", _name(delivery), decided.reason)
+                log.info("%s: %s", _line(delivery, "nothing to run"), decided.reason)
                 return None
             if isinstance(decided, NotYet):
                 self._dispatcher.enqueue(delivery, now, at_least=LOOK_AGAIN_AFTER)
                 return None
             if isinstance(decided, Resend):
-                log.info("%s: finished before; sending what follows again", _name(delivery))
+                log.info("%s: sending what follows again", _line(delivery, "finished before"))
                 self._dispatcher.dispatch(_deliveries(delivery, decided.follow_ups), now)
                 return None
             assert stored is not None
             if isinstance(decided, Park):
                 if self._store.settle_job(stored, decided.document, []):
-                    log.info("%s: not run, the job or its collection is off", _name(delivery))
+                    log.info("%s: the job or its collection is off", _line(delivery, "not run"))
                     return None
                 continue
             break
@@ -179,10 +183,10 @@ class ExecutionWorker:
             raise _kept_changing(delivery)
         if decided.postponed:
             log.warning(
-                "%s: %d occurrences missed; running the latest, %s",
-                _name(delivery),
+                "%s: %d postponed; running the latest, %s",
+                _line(delivery, "occurrences missed"),
                 len(decided.postponed),
-                decided.attempt.expected,
+                iso(decided.attempt.expected),
             )
         outcome = self._actions.perform(
             stored.document.definition,
@@ -210,12 +214,14 @@ class ExecutionWorker:
 
     def _record(self, delivery: Delivery, stored: StoredJob, run: Run, outcome: Outcome) -> None:
         for _ in optimistic_attempts():
-            settlement = settle(stored.document, run, outcome, self._clock())
+            now = self._clock()
+            settlement = settle(stored.document, run, outcome, now)
             if self._store.settle_job(stored, settlement.document, settlement.history):
                 self._dispatcher.dispatch_follow_ups(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
                 )
-                log.info("%s: %s", _name(delivery), outcome.message[:200])
+                level, line = outcome_line(delivery.job, run.attempt, outcome, settlement, now)
+                log.log(level, "%s", line)
                 return
             fresh = self._store.job(delivery.job)
             if fresh is None:
@@ -241,7 +247,7 @@ class ExecutionWorker:
             )
             self._record(delivery, stored, Run(attempt, attempt), Outcome(False, now, now, message))
         except Exception:
-            log.exception("%s: could not record giving up", _name(delivery))
+            log.exception("%s", _line(delivery, "could not record giving up"))
 
 
 class _UnderWay:
@@ -311,17 +317,10 @@ def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery
 
 def _kept_changing(delivery: Delivery) -> ModifiedConcurrently:
     """What fails the message (it is delivered again) when every write lost its race."""
-    log.warning("%s: the job kept changing; the message will be delivered again", _name(delivery))
+    log.warning("%s: the message will be delivered again", _line(delivery, "the job kept changing"))
     return ModifiedConcurrently("job")
 
 
-def _name(delivery: Delivery) -> str:
-    """How logs name an attempt: by collection, job and execution id (to find it in
-    Application Insights), then what kind of attempt it is."""
-    job, attempt = delivery.job, delivery.pending.attempt
-    kind = "run-now" if attempt.run_now else "occurrence"
-    return (
-        f"collection {job.collection.arm_id} job {job.name} "
-        f"execution {execution_id(job, attempt)} ({kind} of {iso(attempt.expected)}, "
-        f"{attempt.action.value} try {attempt.retry + 1})"
-    )
+def _line(delivery: Delivery, event: str) -> str:
+    """`collection/job: {event} (occurrence ..., retry n)`: the delivered attempt, by name."""
+    return attempt_line(delivery.job, delivery.pending.attempt, event)

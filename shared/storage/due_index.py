@@ -106,12 +106,21 @@ class DueIndex:
         except ResourceNotFoundError:
             return None
 
-    def set_watermark(self, until: datetime) -> None:
+    def set_watermark(self, until: datetime, ticked_at: datetime) -> None:
+        """Record how far the timer has handed rows to the queue, and when it last did."""
         partition, row = _WATERMARK
         self._table.upsert_entity(
-            {"PartitionKey": partition, "RowKey": row, "Until": iso(until)},
+            {"PartitionKey": partition, "RowKey": row, "Until": iso(until), "At": iso(ticked_at)},
             mode=UpdateMode.REPLACE,
         )
+
+    def last_tick(self) -> datetime | None:
+        """When the timer last moved the watermark (None before its first tick)."""
+        try:
+            ticked_at = self._table.get_entity(*_WATERMARK).get("At")
+        except ResourceNotFoundError:
+            return None
+        return parse_iso(ticked_at) if ticked_at else None
 
 
 def bucket_of(instant: datetime) -> datetime:

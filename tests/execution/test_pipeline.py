@@ -306,16 +306,17 @@ def test_messages_on_the_queue_are_json_with_the_attempt(pipeline: Pipeline, tar
     assert json.dumps(message)
 
 
-def test_the_executors_logs_name_the_collection_job_and_execution(pipeline: Pipeline, target: Target, caplog: pytest.LogCaptureFixture) -> None:
-    """Application Insights receives these lines: they must say which execution they are about."""
+def test_the_executors_logs_name_the_collection_job_and_occurrence(pipeline: Pipeline, target: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """Application Insights receives these lines: they must say which occurrence they are about
+    (tests/test_logs.py has the whole story of each outcome)."""
     target.answer("/logged", 200)
     job = pipeline.put_job("logged", job_at(target, "/logged"))
     with caplog.at_level(logging.INFO, logger="scheduler"):
         pipeline.advance(MINUTE)
     [call] = target.received("/logged")
-    execution = call.headers["x-ms-scheduler-execution-id"]
-    [line] = [record.getMessage() for record in caplog.records if execution in record.getMessage()]
-    assert f"collection {job.collection.arm_id} job logged execution {execution}" in line
+    expected = call.headers["x-ms-scheduler-expected-execution-time"]
+    [line] = [record.getMessage() for record in caplog.records if expected in record.getMessage()]
+    assert line.startswith(f"{job.collection.name}/logged: completed (occurrence {expected}, retry 0) in ")
     assert "Response from host" in line
 
 

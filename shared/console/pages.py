@@ -1,0 +1,102 @@
+"""The web console's HTTP side: its files (anonymous, nothing in them is secret) and the three
+reads it makes beside the management API (behind the function key, like the API).
+
+The page changes things (run now, enable, disable, delete) through the management API itself,
+so that it works against any deployment exactly as a script would.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import azure.functions as func
+
+from shared.api.arm import ApiRequest, ApiResponse, Operation
+from shared.api.collection_operations import collection_id
+from shared.api.errors import ResourceNotFound
+from shared.console.views import collection_view, job_detail, job_row, timeline
+from shared.domain.ids import JobId
+from shared.services import Services
+
+STATIC = Path(__file__).parent / "static"
+CONTENT_TYPES = {
+    "index.html": "text/html",
+    "console.js": "text/javascript",
+    "console.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
+# Everything the page uses is served from here: nothing from elsewhere may load or run.
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def file_response(name: str) -> func.HttpResponse:
+    """One of the console's files, or a 404 in the API's error envelope."""
+    content_type = CONTENT_TYPES.get(name)
+    if content_type is None:
+        error = ResourceNotFound(f"The console has no file '{name[:100]}'.")
+        return func.HttpResponse(
+            json.dumps(error.envelope), status_code=error.status, mimetype="application/json"
+        )
+    return func.HttpResponse(
+        (STATIC / name).read_bytes(), headers=HEADERS, mimetype=content_type, charset="utf-8"
+    )
+
+
+def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
+    """Every collection of every subscription, with its jobs counted by state."""
+    store = services.store
+    found = sorted(
+        store.all_collections(),
+        key=lambda stored: (stored.id.subscription, stored.id.resource_group, stored.id.name),
+    )
+    return ApiResponse(
+        200, {"value": [collection_view(stored, store.jobs(stored.id)) for stored in found]}
+    )
+
+
+def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    """A collection, its jobs and the timeline of their next 24 hours."""
+    stored = services.store.existing_collection(collection_id(request))
+    jobs = services.store.jobs(stored.id)
+    return ApiResponse(
+        200,
+        {
+            "collection": collection_view(stored, jobs),
+            "jobs": [job_row(job) for job in jobs],
+            "timeline": timeline(jobs, services.now()),
+        },
+    )
+
+
+def show_job(request: ApiRequest, services: Services) -> ApiResponse:
+    """A job: its row, its definition without secrets and its next occurrences."""
+    job = JobId.of(collection_id(request), request.route["jobName"])
+    return ApiResponse(200, job_detail(services.store.existing_job(job), services.now()))
+
+
+@dataclass(frozen=True)
+class ConsoleRoute:
+    """A read of the console's: GET, behind the function key, no api-version."""
+
+    name: str
+    template: str
+    operation: Operation
+
+
+COLLECTIONS = "console/api/collections"
+COLLECTION = f"{COLLECTIONS}/{{subscriptionId}}/{{resourceGroupName}}/{{jobCollectionName}}"
+ROUTES = [
+    ConsoleRoute("console_collections", COLLECTIONS, list_collections),
+    ConsoleRoute("console_collection", COLLECTION, show_collection),
+    ConsoleRoute("console_job", f"{COLLECTION}/jobs/{{jobName}}", show_job),
+]

@@ -1,0 +1,117 @@
+"""What the console shows, built from stored documents and `now`: pure, no I/O.
+
+Times are ISO 8601 UTC strings with seconds (the page prints them exactly). Nothing secret
+leaves here: definitions come without their secret fields and with keys in URIs and headers
+masked; an action is summed up by its kind and where it goes, never its full URI.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from shared.domain.job_definition import JobState
+from shared.domain.redaction import redacted_definition
+from shared.domain.schedule.words import describe_schedule
+from shared.domain.wire import iso
+from shared.storage.store import StoredCollection, StoredJob
+
+TIMELINE_SPAN = timedelta(hours=24)
+# Runs drawn per job on the timeline; a job that runs more often within the span is drawn as
+# busy from its first run on (an every-minute job would otherwise cost 1,440 computations).
+TIMELINE_RUNS_PER_JOB = 200
+NEXT_OCCURRENCES_SHOWN = 10
+
+
+def collection_view(stored: StoredCollection, jobs: Iterable[StoredJob]) -> dict[str, Any]:
+    """A collection's row: where it is, its plan and state, and its jobs counted by state."""
+    properties = stored.document["properties"]
+    by_state = Counter(job.document.state.value for job in jobs)
+    return {
+        "id": stored.id.arm_id,
+        "subscription": stored.id.subscription,
+        "resourceGroup": stored.id.resource_group,
+        "name": stored.id.name,
+        "location": stored.document.get("location"),
+        "sku": properties["sku"]["name"],
+        "state": properties["state"],
+        "quota": properties.get("quota") or {},
+        "jobs": {"total": sum(by_state.values()), **{s.value: by_state[s.value] for s in JobState}},
+    }
+
+
+def job_row(stored: StoredJob) -> dict[str, Any]:
+    """A job as the collection's list shows it."""
+    document = stored.document
+    status = document.status
+    return {
+        "id": stored.id.arm_id,
+        "name": stored.id.name,
+        "state": document.state.value,
+        "schedule": describe_schedule(document.definition),
+        "action": action_summary(document.definition["action"]),
+        "nextRun": iso(status.next_execution_time) if status.next_execution_time else None,
+        "lastRun": document.last_attempt,
+        "counts": {
+            "executions": status.execution_count,
+            "failures": status.failure_count,
+            "faulted": status.faulted_count,
+        },
+    }
+
+
+def job_detail(stored: StoredJob, now: datetime) -> dict[str, Any]:
+    """A job's page: its row, its definition as a reader may see it, and its next occurrences
+    (those it would have if enabled, when it is not)."""
+    document = stored.document
+    upcoming = document.schedule.upcoming(
+        NEXT_OCCURRENCES_SHOWN, after=now, executions_done=document.occurrences
+    )
+    return job_row(stored) | {
+        "collection": stored.id.collection.arm_id,
+        "definition": redacted_definition(document.public_properties()),
+        "nextOccurrences": [iso(instant) for instant in upcoming if not document.final],
+    }
+
+
+def timeline(jobs: Iterable[StoredJob], now: datetime) -> dict[str, Any]:
+    """When each enabled job runs within the next TIMELINE_SPAN."""
+    until = now + TIMELINE_SPAN
+    rows = []
+    for stored in jobs:
+        document = stored.document
+        if not document.enabled:
+            continue
+        upcoming = document.schedule.upcoming(
+            TIMELINE_RUNS_PER_JOB, after=now, executions_done=document.occurrences
+        )
+        runs = [instant for instant in upcoming if instant <= until]
+        busy = len(runs) == TIMELINE_RUNS_PER_JOB and runs[-1] < until
+        rows.append({"name": stored.id.name, "runs": [iso(run) for run in runs], "more": busy})
+    return {"from": iso(now), "until": iso(until), "jobs": rows}
+
+
+def action_summary(action: dict[str, Any]) -> str:
+    """What an action does, in a few words: its kind and where it goes, never its full URI."""
+    kind = action.get("type", "")
+    if kind.lower() in ("http", "https"):
+        request = action.get("request") or {}
+        try:
+            target = urlsplit(request.get("uri", ""))
+            where = f"{target.scheme}://{target.netloc.rpartition('@')[2]}"  # no user-info
+        except ValueError:
+            where = "an unreadable URI"
+        return f"{request.get('method', 'GET').upper()} {where}"
+    if kind == "StorageQueue":
+        message = action.get("queueMessage") or {}
+        return f"Storage queue {message.get('queueName')} of {message.get('storageAccount')}"
+    if kind == "ServiceBusQueue":
+        message = action.get("serviceBusQueueMessage") or {}
+        return f"Service Bus queue {message.get('queueName')} in {message.get('namespace')}"
+    if kind == "ServiceBusTopic":
+        message = action.get("serviceBusTopicMessage") or {}
+        return f"Service Bus topic {message.get('topicPath')} in {message.get('namespace')}"
+    return str(kind)

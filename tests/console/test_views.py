@@ -1,0 +1,167 @@
+"""What the console shows, from stored documents and a fixed `now`: no storage, no browser."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from shared.console.views import (
+    TIMELINE_RUNS_PER_JOB,
+    action_summary,
+    collection_view,
+    job_detail,
+    job_row,
+    timeline,
+)
+from shared.domain.decisions import Outcome, Run, settle
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_document import JobDocument
+from shared.domain.redaction import redact_headers, redact_uri
+from shared.storage.store import StoredCollection, StoredJob
+from tests.factories import utc
+
+NOW = utc("2026-12-01T08:00:00Z")
+COLLECTION = CollectionId("sub", "ops", "nightly")
+
+
+def stored_job(name: str, definition: dict[str, Any], defined_at=NOW) -> StoredJob:  # type: ignore[no-untyped-def]
+    return StoredJob(JobId(COLLECTION, name), JobDocument.defined(definition, defined_at), "etag")
+
+
+def http_job(uri: str = "https://example.org/cleanup?day=1", **more: Any) -> dict[str, Any]:
+    return {
+        "action": {"type": "Http", "request": {"uri": uri, "method": "POST"}},
+        "state": "enabled",
+        **more,
+    }
+
+
+EVERY_SIX_HOURS = {"frequency": "hour", "interval": 6}
+EVERY_MINUTE = {"frequency": "minute", "interval": 1}
+
+
+def test_a_collection_counts_its_jobs_by_state() -> None:
+    collection = StoredCollection(
+        COLLECTION,
+        {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}},
+        "etag",
+    )
+    jobs = [
+        stored_job("a", http_job()),
+        stored_job("b", http_job()),
+        stored_job("c", http_job(state="disabled")),
+    ]
+    view = collection_view(collection, jobs)
+    assert view["jobs"] == {"total": 3, "enabled": 2, "disabled": 1, "completed": 0, "faulted": 0}
+    assert (view["name"], view["resourceGroup"], view["sku"], view["state"]) == (
+        "nightly", "ops", "Standard", "Enabled",
+    )  # fmt: skip
+
+
+def test_a_job_row_shows_its_next_run_to_the_second_and_its_last_attempt() -> None:
+    start = "2026-12-01T09:30:15Z"
+    stored = stored_job("sync", http_job(startTime=start, recurrence=EVERY_SIX_HOURS))
+    assert job_row(stored)["nextRun"] == "2026-12-01T09:30:15Z"
+    assert job_row(stored)["lastRun"] is None
+
+    document = stored.document
+    attempt = document.pending[0].attempt
+    ran = NOW + timedelta(hours=2)
+    outcome = Outcome(False, ran, ran, "Http Action - Response from host: '500' Body: boom")
+    settled = settle(document, Run(attempt, attempt), outcome, ran)
+    row = job_row(StoredJob(stored.id, settled.document, "etag"))
+    assert row["lastRun"] == {
+        "startTime": "2026-12-01T10:00:00Z",
+        "endTime": "2026-12-01T10:00:00Z",
+        "expectedExecutionTime": "2026-12-01T09:30:15Z",
+        "actionName": "MainAction",
+        "status": "Failed",
+        "retryCount": 0,
+        "repeatCount": 1,
+    }
+    assert row["counts"] == {"executions": 1, "failures": 1, "faulted": 0}
+    # A redefinition starts a new schedule but keeps what ran.
+    again = JobDocument.defined(stored.document.definition, ran, previous=settled.document)
+    assert again.last_attempt == row["lastRun"]
+
+
+def test_a_job_page_shows_the_definition_without_secrets_and_its_next_occurrences() -> None:
+    definition = http_job(
+        uri="https://ops:hunter2@example.org/hook?sig=abc123&code=xyz&day=1",
+        startTime="2026-12-01T09:00:00Z",
+        recurrence=EVERY_SIX_HOURS,
+    )
+    definition["action"]["request"] |= {
+        "authentication": {"type": "Basic", "username": "ops", "password": "pw-1"},
+        "headers": {"Authorization": "Bearer t0ken", "X-Functions-Key": "k", "Accept": "a/b"},
+    }
+    detail = job_detail(stored_job("hook", definition), NOW)
+    request = detail["definition"]["action"]["request"]
+    assert request["uri"] == "https://ops:***@example.org/hook?sig=***&code=***&day=1"
+    assert request["headers"] == {"Authorization": "***", "X-Functions-Key": "***", "Accept": "a/b"}
+    assert "password" not in request["authentication"]
+    assert detail["nextOccurrences"][:3] == [
+        "2026-12-01T09:00:00Z", "2026-12-01T15:00:00Z", "2026-12-01T21:00:00Z",
+    ]  # fmt: skip
+    assert len(detail["nextOccurrences"]) == 10
+    assert detail["action"] == "POST https://example.org"  # never the user-info or query
+
+
+def test_the_timeline_holds_the_next_24_hours_of_enabled_jobs() -> None:
+    jobs = [
+        stored_job("six-hourly", http_job(startTime="2026-12-01T09:00:00Z", recurrence=EVERY_SIX_HOURS)),
+        stored_job("off", http_job(state="disabled", recurrence=EVERY_SIX_HOURS)),
+        stored_job("busy", http_job(startTime="2026-12-01T08:00:30Z", recurrence=EVERY_MINUTE)),
+    ]
+    drawn = timeline(jobs, NOW)
+    assert (drawn["from"], drawn["until"]) == ("2026-12-01T08:00:00Z", "2026-12-02T08:00:00Z")
+    rows = {row["name"]: row for row in drawn["jobs"]}
+    assert set(rows) == {"six-hourly", "busy"}
+    assert rows["six-hourly"]["runs"] == [
+        "2026-12-01T09:00:00Z", "2026-12-01T15:00:00Z", "2026-12-01T21:00:00Z",
+        "2026-12-02T03:00:00Z",
+    ]  # fmt: skip
+    assert rows["six-hourly"]["more"] is False
+    assert len(rows["busy"]["runs"]) == TIMELINE_RUNS_PER_JOB and rows["busy"]["more"] is True
+
+
+@pytest.mark.parametrize(
+    ("action", "summary"),
+    [
+        pytest.param({"type": "Https", "request": {"uri": "https://u:p@h.example:8443/x?code=1",
+                      "method": "get"}}, "GET https://h.example:8443", id="http"),
+        pytest.param({"type": "StorageQueue", "queueMessage": {"storageAccount": "acct",
+                      "queueName": "orders", "sasToken": "?sig=1"}},
+                     "Storage queue orders of acct", id="storage-queue"),
+        pytest.param({"type": "ServiceBusQueue", "serviceBusQueueMessage": {"namespace": "ns",
+                      "queueName": "q"}}, "Service Bus queue q in ns", id="service-bus-queue"),
+        pytest.param({"type": "ServiceBusTopic", "serviceBusTopicMessage": {"namespace": "ns",
+                      "topicPath": "t"}}, "Service Bus topic t in ns", id="service-bus-topic"),
+    ],
+)
+def test_an_action_is_summed_up_without_its_secrets(action: dict[str, Any], summary: str) -> None:
+    assert action_summary(action) == summary
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("https://example.org/a?b=1", "https://example.org/a?b=1"),
+        ("https://example.org/a?SIG=x&sv=2020", "https://example.org/a?SIG=***&sv=2020"),
+        ("https://user@example.org/", "https://user@example.org/"),
+        ("https://user:pw@example.org/", "https://user:***@example.org/"),
+        ("http://[::1", "http://[::1"),  # unreadable: left alone, not a failure
+    ],
+    ids=["plain", "signature", "user-only", "password", "unreadable"],
+)
+def test_uris_are_masked_where_they_carry_secrets(uri: str, shown: str) -> None:
+    assert redact_uri(uri) == shown
+
+
+def test_headers_that_carry_credentials_are_masked() -> None:
+    assert redact_headers({"Ocp-Apim-Subscription-Key": "k", "Content-Type": "x"}) == {
+        "Ocp-Apim-Subscription-Key": "***",
+        "Content-Type": "x",
+    }

@@ -1,0 +1,119 @@
+"""Azurite as the tests start it (a temporary folder, gone after stop) and as `make run` does (a
+folder of the project, kept across restarts unless emptied first), and the local host's lock."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from azure.data.tables import TableServiceClient
+from azure.storage.queue import QueueClient, QueueServiceClient
+
+from devhost import azurite
+from devhost.__main__ import _lock
+
+
+def write_some_data(connection_string: str) -> None:
+    table = TableServiceClient.from_connection_string(connection_string).create_table("kept")
+    table.create_entity({"PartitionKey": "p", "RowKey": "r", "value": "still here"})
+    queue = QueueClient.from_connection_string(connection_string, "kept")
+    queue.create_queue()
+    queue.send_message("still queued")
+
+
+def read_the_data(connection_string: str) -> tuple[list[str], list[str]]:
+    tables = TableServiceClient.from_connection_string(connection_string)
+    values = [entity["value"] for name in tables.list_tables() if name.name == "kept"
+              for entity in tables.get_table_client("kept").list_entities()]
+    queues = QueueServiceClient.from_connection_string(connection_string)
+    messages = [message.content for name in queues.list_queues() if name.name == "kept"
+                for message in queues.get_queue_client("kept").peek_messages(max_messages=32)]
+    return values, messages
+
+
+@pytest.mark.services
+def test_a_persistent_location_keeps_its_data_across_a_restart_until_emptied(tmp_path: Path) -> None:
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        write_some_data(emulator.connection_string)
+    finally:
+        emulator.stop()
+    assert any(location.iterdir()), "stop() must leave a persistent folder and its files"
+
+    emulator = azurite.start(location=location)  # new random ports, same folder
+    try:
+        assert read_the_data(emulator.connection_string) == (["still here"], ["still queued"])
+    finally:
+        emulator.stop()
+
+    (location / "devhost.lock").write_text("")
+    azurite.empty(location, keep={"devhost.lock"})
+    assert [entry.name for entry in location.iterdir()] == ["devhost.lock"]
+    emulator = azurite.start(location=location)
+    try:
+        assert read_the_data(emulator.connection_string) == ([], [])
+    finally:
+        emulator.stop()
+    assert location.is_dir()
+
+
+@pytest.mark.services
+def test_without_a_location_azurite_runs_on_a_temporary_folder_that_stop_removes() -> None:
+    emulator = azurite.start()
+    try:
+        assert emulator.location.is_dir()
+        write_some_data(emulator.connection_string)
+    finally:
+        emulator.stop()
+    assert not emulator.location.exists()
+
+
+def test_the_standard_ports_are_given_up_for_free_ones_when_one_is_taken() -> None:
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT leftovers
+        try:
+            squatter.bind(("127.0.0.1", azurite.STANDARD_PORTS[1]))
+            squatter.listen()
+        except OSError:
+            pass  # already taken by someone else: the same case
+        ports = azurite.standard_ports_or_free()
+        assert ports != azurite.STANDARD_PORTS
+        assert len(set(ports)) == 3
+        assert all(azurite.is_free(port) for port in ports)
+
+
+def test_only_one_local_host_at_a_time_holds_a_data_folder(tmp_path: Path) -> None:
+    first = _lock(tmp_path / "data")
+    assert first is not None
+    assert _lock(tmp_path / "data") is None
+    first.close()
+    second = _lock(tmp_path / "data")
+    assert second is not None
+    second.close()
+
+
+def test_the_connection_string_names_the_three_endpoints() -> None:
+    emulator = azurite.Azurite(10000, 10001, 10002, process=None, location=Path("."))  # type: ignore[arg-type]
+    assert emulator.endpoints == {
+        "blob": "http://127.0.0.1:10000/devstoreaccount1",
+        "queue": "http://127.0.0.1:10001/devstoreaccount1",
+        "table": "http://127.0.0.1:10002/devstoreaccount1",
+    }
+    assert emulator.connection_string == (
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        f"AccountKey={azurite.ACCOUNT_KEY};"
+        "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+        "QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;"
+        "TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+    )
+    assert emulator.queue_endpoint_template == "http://127.0.0.1:10001/{account}"
+
+
+def test_the_kept_data_folder_is_neither_committed_nor_deployed() -> None:
+    from devhost.__main__ import AZURITE_DATA, ROOT  # noqa: PLC0415
+
+    assert AZURITE_DATA == ROOT / ".azurite"
+    assert ".azurite/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert ".azurite" in (ROOT / ".funcignore").read_text().splitlines()

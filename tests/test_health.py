@@ -1,0 +1,92 @@
+"""`GET /health`: anonymous, quick, and nothing secret in it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from devhost import azurite
+from shared.api import health
+from shared.api.health import Probe, report
+from shared.services import build
+from shared.settings import Settings
+from tests.conftest import Service
+from tests.factories import utc
+
+NOW = utc("2026-12-01T08:00:00Z")
+
+
+def test_the_running_service_is_healthy_and_says_when_it_last_ticked(service: Service) -> None:
+    deadline = time.monotonic() + 10
+    while True:  # the host ticks every second; its first tick may still be coming
+        answer = httpx.get(f"{service.base_url}/health", timeout=10)  # no key
+        if answer.json()["timer"]["lastTick"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["status"] == "healthy"
+    assert body["storage"] == {"tables": "reachable", "queues": "reachable"}
+    assert body["queue"]["name"] == "executions" and isinstance(body["queue"]["depth"], int)
+    assert 0 <= body["timer"]["secondsSinceLastTick"] < 10
+    assert "devstoreaccount1" not in answer.text and "127.0.0.1" not in answer.text
+
+
+def settings_for_storage_at(port: int) -> Settings:
+    storage = (
+        f"DefaultEndpointsProtocol=http;AccountName={azurite.ACCOUNT};"
+        f"AccountKey={azurite.ACCOUNT_KEY};TableEndpoint=http://127.0.0.1:{port}/x;"
+        f"QueueEndpoint=http://127.0.0.1:{port}/x;"
+    )
+    return Settings(
+        storage_connection=storage, lookahead=timedelta(seconds=90), outbound_allowlist="",
+        outbound_ca_file=None, authority_host="https://login.invalid",
+    )  # fmt: skip
+
+
+def test_storage_that_refuses_connections_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = azurite.free_port()  # nobody listens there
+    status, body = health.check(lambda: build(settings_for_storage_at(port)))
+    assert status == 503 and body["status"] == "unhealthy"
+    assert body["storage"]["tables"] == "unreachable (ServiceRequestError)"
+    assert str(port) not in json.dumps(body)
+
+
+def test_storage_that_never_answers_is_a_503_within_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(health, "PROBE_DEADLINE_S", 1.0)
+    with socket.socket() as silent:  # accepts connections (the backlog does), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        settings = settings_for_storage_at(silent.getsockname()[1])
+        started = time.monotonic()
+        status, body = health.check(lambda: build(settings))
+        assert time.monotonic() - started < 3
+    assert status == 503 and body["status"] == "unhealthy"
+    assert body["storage"]["tables"] == "unreachable (no answer within 1 s)"
+
+
+@pytest.mark.parametrize(
+    ("last_tick", "depth", "expected"),
+    [
+        pytest.param(Probe(NOW - timedelta(seconds=30)), Probe(3), (200, "healthy"), id="ticking"),
+        pytest.param(Probe(NOW - timedelta(minutes=6)), Probe(0), (200, "degraded"), id="stalled"),
+        pytest.param(Probe(None), Probe(0), (200, "degraded"), id="never-ticked"),
+        pytest.param(Probe(problem="unreachable (ConnectionError)"), Probe(0), (503, "unhealthy"),
+                     id="tables-down"),
+        pytest.param(Probe(NOW), Probe(problem="unreachable (ConnectionError)"), (503, "unhealthy"),
+                     id="queues-down"),
+    ],
+)
+def test_the_status_follows_what_the_probes_found(
+    last_tick: Probe, depth: Probe, expected: tuple[int, str]  # type: ignore[type-arg]
+) -> None:
+    status, body = report(NOW, last_tick, depth)
+    assert (status, body["status"]) == expected
+    assert body["queue"]["depth"] == depth.value
