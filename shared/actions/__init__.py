@@ -7,6 +7,7 @@ the one the action's `type` names and turns whatever happens into an `Outcome`.
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -15,6 +16,7 @@ from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName, ActionType
+from shared.domain.redaction import redact_text
 
 log = logging.getLogger("scheduler.actions")
 
@@ -53,7 +55,10 @@ class Actions:
         try:
             succeeded, message = performer.perform(action, job, attempt, region)
         except Exception as error:  # a fault of ours is a failed attempt, never a lost record
-            log.exception("action of %s failed unexpectedly", job.arm_id)
+            # The traceback goes through redact_text: an exception's message may quote the
+            # job's URI, keys in its query string included.
+            trace = redact_text("".join(traceback.format_exception(error)))
+            log.error("action of %s failed unexpectedly\n%s", job.arm_name, trace)
             succeeded = False
             message = f"The action could not be performed: internal error ({type(error).__name__})"
         return Outcome(succeeded, started, self._clock(), message)

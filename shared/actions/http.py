@@ -29,6 +29,7 @@ from shared.actions.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HttpAuthenticationType
+from shared.domain.redaction import redact_text
 from shared.domain.wire import iso
 
 IDENTITY_PREFIX = "x-ms-scheduler-"
@@ -90,7 +91,11 @@ class HttpActions:
         except httpx.TimeoutException:
             return False, f"Http Action - Request to host '{host}' timed out"
         except httpx.HTTPError as failure:
-            return False, f"Http Action - Request to host '{host}' failed: {failure}"
+            # Some of httpx's messages quote the URL, and history is shown to whoever reads it.
+            return (
+                False,
+                f"Http Action - Request to host '{host}' failed: {redact_text(str(failure))}",
+            )
         return succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
 
     def close(self) -> None:

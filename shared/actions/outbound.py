@@ -7,6 +7,11 @@ happens where the socket is opened, on the very address connected to, so a name 
 to a refused address (or resolves differently a moment later) and every redirect hop are
 covered. `SCHEDULER_OUTBOUND_ALLOWLIST` opens chosen hosts and CIDR ranges (local development,
 tests).
+
+An IPv6 address can carry an IPv4 address that a translator or tunnel on the way delivers to:
+`[64:ff9b::a9fe:a9fe]` reaches 169.254.169.254 on a network with NAT64. So every IPv4 address
+embedded in an IPv6 one (`embedded_ipv4`) is checked as that IPv4 address would be, under the
+same allow-list: the IPv6 address is refused when it, or any IPv4 address in it, is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import socket
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import httpcore
 import httpx
@@ -24,6 +30,12 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
+# Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
+# local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_LOCAL_USE_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 
 
 class OutboundRefused(httpcore.ConnectError):
@@ -54,17 +66,68 @@ class OutboundPolicy:
         """Why connecting to `address` (found for `host`) is refused; None when allowed."""
         if host.lower().rstrip(".") in self.hosts:
             return None
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        # An IPv4-mapped address is an IPv4 address written for an IPv6 socket: only the IPv4
+        # address is reached. Any other address is reached as itself, and perhaps, through a
+        # translator or tunnel on the way, at the IPv4 addresses it carries.
+        mapped = isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None
+        if not mapped:
+            kind = self._refused_kind(address)
+            if kind is not None:
+                return (
+                    f"the target {host} resolves to {address}, a {kind} address, which actions "
+                    f"may not reach {_HOW_TO_ALLOW}"
+                )
+        for form, inside in embedded_ipv4(address):
+            kind = self._refused_kind(inside)
+            if kind is not None:
+                return (
+                    f"the target {host} resolves to {address}, which carries {inside} ({form}), "
+                    f"a {kind} address, which actions may not reach {_HOW_TO_ALLOW}"
+                )
+        return None
+
+    def _refused_kind(self, address: Address) -> str | None:
         if any(address in network for network in self.networks):
             return None
-        kind = _restricted_kind(address)
-        if kind is None:
-            return None
-        return (
-            f"the target {host} resolves to {address}, a {kind} address, which actions may not "
-            "reach (SCHEDULER_OUTBOUND_ALLOWLIST can allow it)"
-        )
+        return _restricted_kind(address)
+
+
+_HOW_TO_ALLOW = "(SCHEDULER_OUTBOUND_ALLOWLIST can allow it)"
+
+
+class EmbeddedIPv4(NamedTuple):
+    form: str  # how the IPv6 address carries it: "6to4", "NAT64", "Teredo client", ...
+    address: ipaddress.IPv4Address
+
+
+def embedded_ipv4(address: Address) -> list[EmbeddedIPv4]:
+    """Every IPv4 address an IPv6 address carries, which a translator or tunnel may deliver to.
+
+    IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, but not `::` or `::1`),
+    IPv4-translated (`::ffff:0:a.b.c.d`), 6to4 (2002::/16), NAT64 (64:ff9b::/96 and the local-use
+    64:ff9b:1::/48) and Teredo (2001::/32: its server, and its client, which the address holds
+    obfuscated). An IPv4 address carries none.
+    """
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    last_32_bits = ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+    found = []
+    if address.ipv4_mapped is not None:
+        found.append(EmbeddedIPv4("IPv4-mapped", address.ipv4_mapped))
+    if address in _IPV4_COMPATIBLE and int(address) > 1:
+        found.append(EmbeddedIPv4("IPv4-compatible", last_32_bits))
+    if address in _IPV4_TRANSLATED:
+        found.append(EmbeddedIPv4("IPv4-translated", last_32_bits))
+    if address.sixtofour is not None:
+        found.append(EmbeddedIPv4("6to4", address.sixtofour))
+    if address in _NAT64:
+        found.append(EmbeddedIPv4("NAT64", last_32_bits))
+    if address in _LOCAL_USE_NAT64:
+        found.append(EmbeddedIPv4("local-use NAT64", last_32_bits))
+    if address.teredo is not None:
+        server, client = address.teredo
+        found += [EmbeddedIPv4("Teredo server", server), EmbeddedIPv4("Teredo client", client)]
+    return found
 
 
 def _restricted_kind(address: Address) -> str | None:
@@ -99,7 +162,7 @@ class _GuardedBackend(httpcore.SyncBackend):
     ) -> httpcore.NetworkStream:
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as error:
+        except (OSError, UnicodeError) as error:  # UnicodeError: a label the idna codec refuses
             raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from None
         refusals: list[str] = []
         failure: httpcore.ConnectError | None = None

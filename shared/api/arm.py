@@ -31,6 +31,9 @@ from shared.services import Services
 from shared.storage.store import Preconditions
 
 SUPPORTED_API_VERSIONS = ("2016-03-01",)
+# What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send
+# application/json, and ARM took text/json as well. A body without a Content-Type is read as JSON.
+JSON_MEDIA_TYPES = frozenset({"application/json", "text/json"})
 Body = TypeVar("Body", bound=BaseModel)
 log = logging.getLogger("scheduler.api")
 
@@ -47,7 +50,7 @@ class ApiRequest:
     def json_body(self) -> Any:
         """The body as JSON, or InvalidRequest saying why it is not."""
         content_type = self.headers.get("content-type", "application/json")
-        if "json" not in content_type.lower():
+        if content_type.split(";", 1)[0].strip(" \t").lower() not in JSON_MEDIA_TYPES:
             raise UnsupportedMediaType(content_type)
         if not self.body.strip():
             raise InvalidRequest.because("", "the request body is empty; a JSON object is required")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 from xml.etree.ElementTree import Element
 
@@ -128,10 +129,16 @@ def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     previous = _named(collections, collection)
     if previous is None:
         region = record.document["geoRegion"] if record else collections[0].document.get("location")
-        document = new_collection(_collection_body({"location": region, "properties": properties}))
+        body = _collection_body({"location": region, "properties": properties})
     else:
-        patch = _collection_body({"properties": properties})
-        document = patched_collection(previous.document, patch)
+        body = _collection_body({"properties": properties})
+    try:  # a quota beyond the plan's limits
+        if previous is None:
+            document = new_collection(body)
+        else:
+            document = patched_collection(previous.document, body)
+    except InvalidRequest as invalid:
+        raise _in_xml_terms(invalid.errors) from None
     stored, _ = services.scheduling.save_collection(
         collection, document, services.now(), preconditions=Preconditions(), previous=previous
     )
@@ -270,13 +277,14 @@ def _collection_body(sent: dict[str, Any]) -> CollectionBody:
     try:
         return CollectionBody.model_validate(sent)
     except ValidationError as invalid:
-        # Named as the XML names them: properties.quota.maxJobCount -> IntrinsicSettings.Quota...
-        raise InvalidRequest(
-            [
-                FieldError(_xml_path(problem.field), problem.problem)
-                for problem in field_errors(invalid)
-            ]
-        ) from None
+        raise _in_xml_terms(field_errors(invalid)) from None
+
+
+def _in_xml_terms(problems: Iterable[FieldError]) -> InvalidRequest:
+    """Problems named as the XML names them: properties.quota.maxJobCount ->
+    IntrinsicSettings.Quota.MaxJobCount."""
+    return InvalidRequest([FieldError(_xml_path(problem.field), problem.problem)
+                           for problem in problems])  # fmt: skip
 
 
 def _xml_path(field: str) -> str:

@@ -15,15 +15,36 @@ from pydantic.json_schema import models_json_schema
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.routes import ROUTES, Route
 from shared.domain.collection import CollectionBody
+from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
 from shared.domain.job_definition import JobBody
 
 _REF = "#/components/schemas/{model}"
+
+
+def _name(pattern: str, longest: int) -> dict[str, Any]:
+    """The schema of a name that follows `pattern`, a rule of shared/domain/ids.py."""
+    return {"type": "string", "pattern": f"^{pattern}$", "minLength": 1, "maxLength": longest}
+
+
+# What a PUT needs that its model, shared with PATCH, leaves optional.
+_REQUIRED_BY_PUT: dict[str, dict[str, Any]] = {
+    "CollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
+}
+
+# Each path parameter's naming rule, so that generated clients and fuzzers make valid names.
+_PATH_PARAMETERS = {
+    "subscriptionId": _name(SUBSCRIPTION_PATTERN, 64),
+    "resourceGroupName": _name(RESOURCE_GROUP_PATTERN, 90),
+    "jobCollectionName": _name(NAME_PATTERN, 100),
+    "jobName": _name(NAME_PATTERN, 100),
+}
+
 _ERRORS = {
     "400": "The request is invalid: the message names every field that is wrong and why.",
     "404": "The collection or job does not exist.",
     "409": "A quota would be exceeded, the job is in a final state, or a concurrent change won.",
     "412": "If-Match or If-None-Match did not hold.",
-    "415": "The body is not JSON.",
+    "415": "The body's Content-Type is neither application/json nor text/json.",
 }
 
 
@@ -91,7 +112,7 @@ def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:
 
 def _operation(route: Route) -> dict[str, Any]:
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": name, "in": "path", "required": True, "schema": _PATH_PARAMETERS[name]}
         for name in re.findall(r"\{(\w+)\}", route.template)
     ]
     api_version = {"type": "string", "enum": list(SUPPORTED_API_VERSIONS)}
@@ -117,7 +138,13 @@ def _operation(route: Route) -> dict[str, Any]:
         "responses": responses,
     }
     if route.body:
-        operation["requestBody"] = {"required": True, "content": _json_body(route.body)}
+        body: dict[str, Any] = _ref(route.body)
+        if route.method == "PUT" and route.body in _REQUIRED_BY_PUT:
+            body = {"allOf": [body], **_REQUIRED_BY_PUT[route.body]}
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body}},
+        }
     return operation
 
 

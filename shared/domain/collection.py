@@ -1,17 +1,34 @@
-"""Job collections: their body on the wire, and the quotas each SKU brings.
+"""Job collections: their body on the wire, and the quotas each SKU brings and caps.
 
 See docs/behaviour.md#collections and #quotas.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
+from shared.domain.problems import FieldError, InvalidRequest
 from shared.domain.regions import display_name
 from shared.domain.schedule.recurrence import Frequency, Positive
 from shared.domain.wire import WireEnum, WireModel
+
+# How long each frequency is when a quota's maxRecurrence is compared (docs/behaviour.md#quotas).
+_SPAN_OF = {
+    Frequency.MINUTE: timedelta(minutes=1),
+    Frequency.HOUR: timedelta(hours=1),
+    Frequency.DAY: timedelta(days=1),
+    Frequency.WEEK: timedelta(weeks=1),
+    Frequency.MONTH: timedelta(days=28),  # the shortest month
+    Frequency.YEAR: timedelta(days=365),
+}
+# The longest maxRecurrence: no recurrence spans more than 18 months (548 days).
+LONGEST_MAX_RECURRENCE = timedelta(days=548)
+SHOWN_JOB_NAMES = 5  # of the jobs a refused change names
 
 
 class SkuName(WireEnum):
@@ -38,6 +55,19 @@ class MaxRecurrence(WireModel):
     frequency: Frequency
     interval: Positive = 1
 
+    @property
+    def span(self) -> timedelta:
+        """The least time between two runs it allows (a month counted as 28 days)."""
+        try:
+            return _SPAN_OF[self.frequency] * self.interval
+        except OverflowError:
+            return timedelta.max
+
+    def spoken(self) -> str:
+        """`once every 2 hours`."""
+        unit = self.frequency.value
+        return f"once every {self.interval} {unit}{'s' if self.interval != 1 else ''}"
+
 
 class Quota(WireModel):
     max_job_count: Positive | None = None
@@ -49,6 +79,18 @@ class CollectionProperties(WireModel):
     sku: Sku | None = None
     state: CollectionState | None = None
     quota: Quota | None = None
+
+    @field_validator("state", mode="after")
+    @classmethod
+    def _settable_state(cls, state: CollectionState | None) -> CollectionState | None:
+        # Suspended is the recordings': the real service took it from a client and echoed it.
+        if state is CollectionState.DELETED:
+            raise PydanticCustomError(
+                "collection_state",
+                "only Enabled, Disabled or Suspended can be set; Deleted is the service's own "
+                "(DELETE removes a collection)",
+            )
+        return state
 
 
 class CollectionBody(WireModel):
@@ -88,9 +130,11 @@ def new_collection(body: CollectionBody) -> dict[str, Any]:
 
     The quota is kept as sent (the real service echoed only what was sent; `effective_quota`
     fills in the SKU's defaults), the location under its display name, the tags only if any.
+    A quota above what the SKU allows is InvalidRequest.
     """
     properties = body.properties or CollectionProperties()
     sku = properties.sku.name if properties.sku else DEFAULT_SKU
+    _refuse_quota_above(sku, properties.quota)
     stored_properties: dict[str, Any] = {
         "sku": {"name": sku.value},
         "state": (properties.state or CollectionState.ENABLED).value,
@@ -109,11 +153,13 @@ def new_collection(body: CollectionBody) -> dict[str, Any]:
 def patched_collection(stored: dict[str, Any], patch: CollectionBody) -> dict[str, Any]:
     """`stored` with what `patch` sets merged in, field by field.
 
-    A new SKU brings its own default quota: only the quota fields the patch sets stay.
+    A new SKU brings its own default quota: only the quota fields the patch sets stay. A quota
+    field the patch sets above what the SKU allows is InvalidRequest.
     """
     properties = patch.properties or CollectionProperties()
     current = stored["properties"]
     sku = properties.sku.name if properties.sku else SkuName(current["sku"]["name"])
+    _refuse_quota_above(sku, properties.quota)
     sku_changed = sku.value != current["sku"]["name"]
     kept_quota = Quota() if sku_changed else Quota.model_validate(current.get("quota") or {})
     quota = _overlay(kept_quota, properties.quota).to_wire()
@@ -132,16 +178,90 @@ def patched_collection(stored: dict[str, Any], patch: CollectionBody) -> dict[st
     )
 
 
+def quota_problems(sku: SkuName, quota: Quota | None) -> list[FieldError]:
+    """What in a quota sent for a collection of `sku` goes beyond the SKU's limits: a quota may
+    lower them, never raise them. `maxJobOccurrence` has no SKU limit to check."""
+    if quota is None:
+        return []
+    limits, problems = SKU_QUOTAS[sku], []
+    asked_jobs, most_jobs = quota.max_job_count, limits.max_job_count
+    if asked_jobs is not None and most_jobs is not None and asked_jobs > most_jobs:
+        problems.append(
+            FieldError(
+                "properties.quota.maxJobCount",
+                f"{asked_jobs} is too large for the {sku.value} SKU: "
+                f"the most allowed is {most_jobs}",
+            )
+        )
+    most_often, asked = limits.max_recurrence, quota.max_recurrence
+    if asked is not None and most_often is not None and asked.span < most_often.span:
+        problems.append(
+            FieldError(
+                "properties.quota.maxRecurrence",
+                f"{asked.spoken()} is too often for the {sku.value} SKU: "
+                f"the most often allowed is {most_often.spoken()}",
+            )
+        )
+    if asked is not None and asked.span > LONGEST_MAX_RECURRENCE:
+        problems.append(
+            FieldError(
+                "properties.quota.maxRecurrence",
+                f"{asked.spoken()} is longer than any recurrence may be: "
+                "the longest allowed is 18 months (548 days)",
+            )
+        )
+    return problems
+
+
+def over_limits(
+    quota: Quota, jobs: int, too_often: Sequence[str], *, new_sku: SkuName | None
+) -> str | None:
+    """Why a collection holding `jobs` jobs, of which those named in `too_often` run more often
+    than `quota.max_recurrence`, cannot take `quota` (its new effective quota, with `new_sku`
+    when the SKU changes); None when it can."""
+    reasons = []
+    if quota.max_job_count is not None and jobs > quota.max_job_count:
+        reasons.append(f"it holds {jobs} jobs, and maxJobCount would allow {quota.max_job_count}")
+    if too_often and quota.max_recurrence is not None:
+        count, names = len(too_often), ", ".join(too_often[:SHOWN_JOB_NAMES])
+        if count > SHOWN_JOB_NAMES:
+            names += f" and {count - SHOWN_JOB_NAMES} more"
+        jobs_run = f"{count} job ({names}) runs" if count == 1 else f"{count} jobs ({names}) run"
+        reasons.append(
+            f"{jobs_run} more often than maxRecurrence would allow "
+            f"({quota.max_recurrence.spoken()})"
+        )
+    if not reasons:
+        return None
+    change = (
+        f"Moving the job collection to {new_sku.value}"
+        if new_sku is not None
+        else "This change of the job collection's quota"
+    )
+    return (
+        f"{change} would leave it over its limits: {'; '.join(reasons)}. Nothing was changed; "
+        "delete or change those jobs first."
+    )
+
+
 def with_state(stored: dict[str, Any], state: CollectionState) -> dict[str, Any]:
     """`stored` in `state` (what POST enable and disable do to the collection itself)."""
     return {**stored, "properties": {**stored["properties"], "state": state.value}}
 
 
 def effective_quota(stored: dict[str, Any]) -> Quota:
-    """The limits a stored collection's jobs live under: its own quota over its SKU's."""
+    """The limits a stored collection's jobs live under: its own quota over its SKU's, and
+    never beyond the SKU's (a collection stored before quotas were capped may hold more)."""
     properties = stored["properties"]
+    sku = SkuName(properties["sku"]["name"])
     own = Quota.model_validate(properties["quota"]) if properties.get("quota") else None
-    return _overlay(SKU_QUOTAS[SkuName(properties["sku"]["name"])], own)
+    return _capped(_overlay(SKU_QUOTAS[sku], own), SKU_QUOTAS[sku])
+
+
+def _refuse_quota_above(sku: SkuName, quota: Quota | None) -> None:
+    problems = quota_problems(sku, quota)
+    if problems:
+        raise InvalidRequest(problems)
 
 
 def _overlay(base: Quota, own: Quota | None) -> Quota:
@@ -149,6 +269,20 @@ def _overlay(base: Quota, own: Quota | None) -> Quota:
     if own is None:
         return base
     return base.model_copy(update={name: value for name, value in own if value is not None})
+
+
+def _capped(quota: Quota, limits: Quota) -> Quota:
+    """`quota` held within `limits`: no more jobs, no more often."""
+    capped = quota
+    if limits.max_job_count is not None and (
+        quota.max_job_count is None or quota.max_job_count > limits.max_job_count
+    ):
+        capped = capped.model_copy(update={"max_job_count": limits.max_job_count})
+    if limits.max_recurrence is not None and (
+        quota.max_recurrence is None or quota.max_recurrence.span < limits.max_recurrence.span
+    ):
+        capped = capped.model_copy(update={"max_recurrence": limits.max_recurrence})
+    return capped
 
 
 def _without_empty_tags(document: dict[str, Any]) -> dict[str, Any]:

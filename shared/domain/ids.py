@@ -17,10 +17,15 @@ JOB_TYPE = f"{COLLECTION_TYPE}/jobs"
 HISTORY_TYPE = f"{JOB_TYPE}/history"
 
 # ARM's own rules: resource groups allow letters, digits, '_', '-', '.', '(' and ')', up to 90;
-# the Scheduler's names letters, digits, '-' and '_', up to 100.
-_SUBSCRIPTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_RESOURCE_GROUP = re.compile(r"[\w().-]{0,89}[\w()-]", re.ASCII)
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+# the Scheduler's names letters, digits, '-' and '_', up to 100. The patterns are public for the
+# OpenAPI document; they are written in the part of regex syntax that Python and JSON Schema
+# (ECMA-262) share, and match a whole name only when anchored (`fullmatch`, or `^...$`).
+SUBSCRIPTION_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+RESOURCE_GROUP_PATTERN = r"[A-Za-z0-9_().-]{0,89}[A-Za-z0-9_()-]"
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
+_SUBSCRIPTION = re.compile(SUBSCRIPTION_PATTERN)
+_RESOURCE_GROUP = re.compile(RESOURCE_GROUP_PATTERN)
+_NAME = re.compile(NAME_PATTERN)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ Stored: the definition as the client sent it (the state it starts in and the cer
 read from a pfx added), the system-owned status, `definedAt` (the moment the definition was
 saved, from which its occurrences count), and what the service keeps to run it: the retries its
 policy allows, defaults applied; the attempts it waits for; how many occurrences have passed;
-how many history entries it has. Read back: the definition without any secret, and the status
-(docs/behaviour.md#jobs says when it shows).
+how many history entries it has. Read back: the definition without any secret (its secret
+fields left out, the keys in its URIs and headers masked), and the status (docs/behaviour.md#jobs
+says when it shows).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from shared.domain.job_definition import (
     RetryPolicy,
     RetryType,
 )
+from shared.domain.redaction import redacted_definition, restored_definition
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.wire import iso, parse_iso
@@ -254,7 +256,8 @@ def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurren
 
 
 def public_properties(definition: dict[str, Any], status: dict[str, Any] | None) -> dict[str, Any]:
-    """What a client reads: the definition without secrets, and the status if given."""
+    """What a client reads: the definition without its secret fields, the keys in its URIs and
+    headers masked (docs/behaviour.md#secrets), and the status if given."""
     public = copy.deepcopy(definition)
     for action in (public["action"], public["action"].get("errorAction")):
         for *place, secret in SECRETS if action else ():
@@ -262,7 +265,17 @@ def public_properties(definition: dict[str, Any], status: dict[str, Any] | None)
             for step in place:
                 holder = holder.get(step) or {}
             holder.pop(secret, None)
+    public = redacted_definition(public)
     return public if status is None else {**public, "status": status}
+
+
+def keeping_stored_secrets(properties: JobProperties, stored: dict[str, Any]) -> JobProperties:
+    """`properties` sent to replace the `stored` definition, with the masked values a read
+    showed (`***`) put back from `stored`: a client that reads a job and writes it back keeps
+    its keys. Secret fields that a read leaves out are not put back; the client sends them."""
+    sent = properties.to_wire()
+    restored = restored_definition(sent, stored)
+    return properties if restored == sent else JobProperties.model_validate(restored)
 
 
 def _retry_policy_of(definition: dict[str, Any]) -> RetryPolicy | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from dateutil.relativedelta import relativedelta
 
@@ -29,6 +28,14 @@ from shared.domain.job_definition import (
 from shared.domain.problems import FieldError
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Frequency, timing_problems
+from shared.domain.sendable import (
+    header_name_problem,
+    header_value_problem,
+    member_path,
+    method_problem,
+    unencodable_text,
+    uri_problem,
+)
 
 LARGEST_JOB = 16 * 1024  # characters of the serialized definition
 LONGEST_URL = 2048
@@ -81,6 +88,16 @@ def definition_problems(
     problems += _action_problems(action, "properties.action", sku, now)
     if action.error_action is not None:
         problems += _action_problems(action.error_action, "properties.action.errorAction", sku, now)
+    # Every text an action sends must encode as UTF-8, secrets and message properties included;
+    # a field already refused for it (a header value, the URI) is not named twice. The action is
+    # dumped as Python values: a JSON dump would have replaced the names UTF-8 cannot encode.
+    as_sent = action.model_dump(by_alias=True, exclude_none=True)
+    named = {problem.field for problem in problems}
+    problems += [
+        problem
+        for problem in unencodable_text(as_sent, "properties.action")
+        if problem.field not in named
+    ]
     return problems
 
 
@@ -148,12 +165,10 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
     request = action.request
     assert request is not None
     problems = []
-    address = urlsplit(request.uri)
     schemes = ("https",) if action.type is ActionType.HTTPS else ("http", "https")
-    if address.scheme.lower() not in schemes or not address.hostname:
-        problems.append(
-            FieldError(f"{path}.uri", f"must be an absolute {' or '.join(schemes)} URL")
-        )
+    unusable_uri = uri_problem(request.uri, schemes)
+    if unusable_uri is not None:
+        problems.append(FieldError(f"{path}.uri", unusable_uri))
     if len(request.uri) > LONGEST_URL:
         problems.append(
             FieldError(
@@ -161,7 +176,16 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
                 f"is {len(request.uri)} characters; at most {LONGEST_URL} are allowed",
             )
         )
+    unusable_method = method_problem(request.method)
+    if unusable_method is not None:
+        problems.append(FieldError(f"{path}.method", unusable_method))
     headers = request.headers or {}
+    for name, value in headers.items():
+        problems += [
+            FieldError(member_path(f"{path}.headers", name), problem)
+            for problem in (header_name_problem(name), header_value_problem(value))
+            if problem is not None
+        ]
     if len(headers) > MOST_HEADERS:
         problems.append(
             FieldError(

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.domain.redaction import is_secret_header
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -66,9 +68,37 @@ def _translate(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterabl
         yield FieldError(field_path(*prefix, *detail["loc"]), _problem(detail))
 
 
+def is_secret_field(location: Sequence[str | int]) -> bool:
+    """Whether the value at a JSON path (wire names) may be a secret, so that no message may
+    quote it: a field whose name says so (`password`, `pfx`, `secret`, `sasToken`, `sasKey`,
+    any `...Key` or `...Token`), a URI (its user-info and query may hold keys), or a header that
+    carries credentials (`Authorization`, `X-Api-Key`)."""
+    names = [str(part).casefold() for part in location if isinstance(part, str)]
+    if not names:
+        return False
+    if "headers" in names[:-1]:
+        return is_secret_header(names[-1])
+    return any(fragment in names[-1] for fragment in SECRET_FIELD_FRAGMENTS) or names[-1] == "uri"
+
+
+# Fragments of field names that mark a secret; they cover every field of
+# `job_document.SECRETS` (password, pfx, secret, sasToken, sasKey).
+SECRET_FIELD_FRAGMENTS = ("password", "secret", "key", "token", "pfx", "signature")
+# pydantic's findings that an object or a list was expected.
+_CONTAINER_KINDS = {"model_type", "dict_type", "model_attributes_type", "list_type", "tuple_type"}
+
+
 def _problem(detail: Any) -> str:
-    """pydantic's finding in the API's own words (JSON types, the value that was sent)."""
-    kind, context, sent = detail["type"], detail.get("ctx", {}), _shown(detail.get("input"))
+    """pydantic's finding in the API's own words (JSON types, the value that was sent).
+
+    A sent value is quoted only where it cannot be a secret: never for a secret field, never
+    an object or an array, and never where an object or a list was expected (what was sent
+    there may hold anything, a whole authentication block); there, only its JSON type is named.
+    """
+    kind, context, value = detail["type"], detail.get("ctx", {}), detail.get("input")
+    secret = is_secret_field(detail["loc"])
+    described = secret or kind in _CONTAINER_KINDS or isinstance(value, dict | list | tuple)
+    sent = _json_type(value) if described else _shown(value)
     if kind == "extra_forbidden":
         return "is not a known property"
     if kind == "missing":
@@ -90,7 +120,10 @@ def _problem(detail: Any) -> str:
     if kind == "too_long":
         return f"has {context['actual_length']} items; at most {context['max_length']} are allowed"
     message = str(detail["msg"]).removeprefix("Value error, ")
-    return message[:1].lower() + message[1:]
+    message = message[:1].lower() + message[1:]
+    if secret and _quotes(message, value):
+        return f"is not valid ({_json_type(value)} sent)"
+    return message
 
 
 def _shown(value: object) -> str:
@@ -100,3 +133,29 @@ def _shown(value: object) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_type(value: object) -> str:
+    """The JSON type of a sent value, in words: `an array`, `a string`, `null`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
+
+
+def _quotes(message: str, value: object) -> bool:
+    """Whether a message may hold (part of) a sent value: any of its strings or numbers."""
+    if isinstance(value, dict):
+        return any(_quotes(message, part) for part in (*value.keys(), *value.values()))
+    if isinstance(value, list | tuple):
+        return any(_quotes(message, part) for part in value)
+    if isinstance(value, str):
+        return bool(value) and (value in message or value[:20] in message)
+    return value is not None and str(value) in message

@@ -1,73 +1,88 @@
 """Secrets that hide in plain fields of a job: keys in a URI's query or user-info, tokens in
-headers. They stay intact in the stored definition, which the call itself needs; what people
-read (the console) shows them masked.
+headers (docs/behaviour.md#secrets). They stay intact in the stored definition, which the call
+itself needs; whatever shows a job (the API's answers, the console) shows them masked.
+
+A client that reads a job and writes it back sends the masks: `restored_definition` puts the
+stored values back where the masks stand, so a read-modify-write keeps the job's keys.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
 
 MASK = "***"
-# Query parameters that carry a key or a signature: SAS signatures (`sig`), Azure Functions
-# and Logic Apps keys (`code`, `sig`), and the names APIs commonly give keys and tokens.
+# How a mask may come back: as written, or percent-encoded by a client that re-encodes `*`.
+_SENT_MASKS = frozenset({MASK, "%2A%2A%2A", "%2a%2a%2a"})
+# Query parameters that carry a key or a signature, by exact name (in any case). Of a SAS
+# token only `sig` is secret: `sv`, `ss`, `srt`, `sp`, `se`, `st`, `spr`, `sr`, `si`, `skoid`,
+# `sktid`, `skt`, `ske`, `sks`, `skv` and `sdd` say what the signature covers (version,
+# services, permissions, start and expiry, the key's owner), grant nothing without it, and tell
+# a reader what the token allows and when it expires.
 SECRET_QUERY_PARAMETERS = frozenset(
     {
-        "sig",
-        "code",
+        "sig",  # SAS signatures: Storage, Service Bus, Event Hubs, Logic Apps trigger URLs
+        "signature",
+        "code",  # Azure Functions keys
         "key",
         "apikey",
-        "api_key",
-        "api-key",
-        "subscription-key",
+        "subscription-key",  # API Management
+        "aeg-sas-key",  # Event Grid
         "token",
-        "access_token",
-        "client_secret",
+        "auth",
         "secret",
         "password",
+        "passwd",
         "pwd",
     }
 )
+# ...and parameters whose name contains one of these (`client_secret`, `access_token`,
+# `x-api-key`, `accountAccessKey`).
+SECRET_QUERY_FRAGMENTS = (
+    "secret", "password", "passwd", "token", "signature", "apikey", "api_key", "api-key",
+    "accesskey", "access_key", "sas-key", "saskey",
+)  # fmt: skip
 # Header names whose values are credentials, and fragments that mark one (`X-Api-Key`).
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 SECRET_HEADER_FRAGMENTS = ("key", "secret", "token", "password", "signature", "auth")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# A URI inside free text (an exception's message, a traceback): up to the next whitespace or
+# quote, which is where a message built around one ends it.
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 
 
 def redact_uri(uri: str) -> str:
     """The URI with its user-info password and secret query values masked; unchanged when
-    there is nothing to mask (or it cannot be read as a URI)."""
-    try:
-        parts = urlsplit(uri)
-        password = parts.password
-    except ValueError:
+    there is nothing to mask (or it cannot be read as a URI). Everything else keeps its
+    spelling, percent-encoding included."""
+    parts = _parts(uri)
+    if parts is None:
         return uri
-    netloc = parts.netloc
-    if password is not None:
-        user_info, _, host = netloc.rpartition("@")
-        netloc = f"{user_info.split(':', 1)[0]}:{MASK}@{host}"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    secret = [name for name, _ in query if name.lower() in SECRET_QUERY_PARAMETERS]
-    if secret:
-        masked = [(name, MASK if name in secret else value) for name, value in query]
-        parts = parts._replace(query=urlencode(masked, safe="*"))
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = _masked_netloc(parts.netloc)
+    query = "&".join(_masked_pair(pair) for pair in parts.query.split("&"))
+    if (netloc, query) == (parts.netloc, parts.query):
+        return uri
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redact_text(text: str) -> str:
+    """Free text (an error message, a traceback) with every URI in it masked as `redact_uri`
+    masks one: what a library's exception says may quote the URL it was given."""
+    return _URI_IN_TEXT.sub(lambda found: redact_uri(found.group()), text)
 
 
 def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     """The headers with the values of those that carry credentials masked."""
-    return {name: MASK if _is_secret_header(name) else value for name, value in headers.items()}
+    return {name: MASK if is_secret_header(name) else value for name, value in headers.items()}
 
 
 def redacted_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
     """A job definition (already without its secret fields) with URIs and headers masked."""
     shown = copy.deepcopy(dict(definition))
-    action = shown.get("action") or {}
-    for each in (action, action.get("errorAction")):
-        request = (each or {}).get("request")
-        if not isinstance(request, dict):
-            continue
+    for request in _requests(shown):
         if isinstance(request.get("uri"), str):
             request["uri"] = redact_uri(request["uri"])
         if isinstance(request.get("headers"), dict):
@@ -75,6 +90,152 @@ def redacted_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _is_secret_header(name: str) -> bool:
+def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """`sent` (a definition in wire form) with the masks it carries back replaced by the values
+    `stored` (the definition it replaces) has in those places.
+
+    A URI equal to the masked form of the stored one is the stored one. Otherwise each masked
+    user-info password, secret query value and secret header value is put back from the stored
+    definition's same action (main or errorAction), when there is one to put back and the
+    request still goes to the same scheme, host and port: a key never follows a job to another
+    host. A mask with nothing to put back stays as sent.
+    """
+    restored = copy.deepcopy(dict(sent))
+    action, before = restored.get("action"), stored.get("action")
+    if not isinstance(action, dict) or not isinstance(before, dict):
+        return restored
+    pairs = [(action, before), (action.get("errorAction"), before.get("errorAction"))]
+    for now, then in pairs:
+        request, previous = _request_of(now), _request_of(then)
+        if request is None or previous is None:
+            continue
+        uri, stored_uri = request.get("uri"), previous.get("uri")
+        if not isinstance(uri, str) or not isinstance(stored_uri, str):
+            continue
+        request["uri"] = restored_uri(uri, stored_uri)
+        headers, stored_headers = request.get("headers"), previous.get("headers")
+        if (
+            isinstance(headers, dict)
+            and isinstance(stored_headers, dict)
+            and _same_destination(request["uri"], stored_uri)
+        ):
+            request["headers"] = restored_headers(headers, stored_headers)
+    return restored
+
+
+def restored_uri(sent: str, stored: str) -> str:
+    """`sent` with its masks replaced by the stored URI's values (see `restored_definition`)."""
+    if sent == stored or not any(mask in sent for mask in _SENT_MASKS):
+        return sent
+    if sent == redact_uri(stored):
+        return stored  # exactly what a read showed: the stored URI, as it was spelled
+    new, old = _parts(sent), _parts(stored)
+    if new is None or old is None or not _same_destination(sent, stored):
+        return sent
+    netloc = _restored_netloc(new.netloc, old.netloc)
+    query = _restored_query(new.query, old.query)
+    if (netloc, query) == (new.netloc, new.query):
+        return sent
+    return urlunsplit(new._replace(netloc=netloc, query=query))
+
+
+def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """`sent`, each masked credential header's value taken from `stored` (names in any case)."""
+    kept = {name.casefold(): value for name, value in stored.items() if is_secret_header(name)}
+    return {
+        name: kept.get(name.casefold(), value)
+        if value in _SENT_MASKS and is_secret_header(name)
+        else value
+        for name, value in sent.items()
+    }
+
+
+def is_secret_header(name: str) -> bool:
     folded = name.lower()
     return folded in SECRET_HEADERS or any(part in folded for part in SECRET_HEADER_FRAGMENTS)
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a query parameter of this (decoded) name carries a secret."""
+    folded = name.lower()
+    return folded in SECRET_QUERY_PARAMETERS or any(
+        part in folded for part in SECRET_QUERY_FRAGMENTS
+    )
+
+
+def _requests(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    action = definition.get("action")
+    if not isinstance(action, dict):
+        return
+    for each in (action, action.get("errorAction")):
+        request = _request_of(each)
+        if request is not None:
+            yield request
+
+
+def _request_of(action: Any) -> dict[str, Any] | None:
+    request = action.get("request") if isinstance(action, dict) else None
+    return request if isinstance(request, dict) else None
+
+
+def _parts(uri: str) -> SplitResult | None:
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError:
+        return None
+    return parts
+
+
+def _same_destination(one: str, other: str) -> bool:
+    """Whether two URIs reach the same scheme, host and port."""
+    first, second = _parts(one), _parts(other)
+    if first is None or second is None:
+        return False
+    return _origin(first) == _origin(second)
+
+
+def _origin(parts: SplitResult) -> tuple[str, str | None, int | None]:
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def _masked_netloc(netloc: str) -> str:
+    user_info, at, host = netloc.rpartition("@")
+    user, colon, _ = user_info.partition(":")
+    return f"{user}:{MASK}@{host}" if at and colon else netloc
+
+
+def _restored_netloc(sent: str, stored: str) -> str:
+    user_info, at, host = sent.rpartition("@")
+    user, colon, password = user_info.partition(":")
+    stored_info, stored_at, _ = stored.rpartition("@")
+    stored_user, stored_colon, stored_password = stored_info.partition(":")
+    masked = at and colon and password in _SENT_MASKS
+    if masked and stored_at and stored_colon and user == stored_user:
+        return f"{user}:{stored_password}@{host}"
+    return sent
+
+
+def _masked_pair(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    if equals and value and is_secret_parameter(unquote_plus(name)):
+        return f"{name}={MASK}"
+    return pair
+
+
+def _restored_query(sent: str, stored: str) -> str:
+    """The sent query, each masked secret value replaced by the stored value of the same name
+    (the first masked `sig` by the first stored `sig`, and so on)."""
+    stored_values: dict[str, list[str]] = {}
+    for pair in stored.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and is_secret_parameter(unquote_plus(name)):
+            stored_values.setdefault(unquote_plus(name).lower(), []).append(value)
+    pairs = []
+    for pair in sent.split("&"):
+        name, equals, value = pair.partition("=")
+        waiting = stored_values.get(unquote_plus(name).lower())
+        masked = equals and value in _SENT_MASKS and waiting
+        pairs.append(f"{name}={waiting.pop(0)}" if masked and waiting else pair)
+    return "&".join(pairs)

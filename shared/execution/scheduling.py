@@ -12,11 +12,22 @@ from datetime import datetime
 from typing import Any
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import CollectionState, SkuName, effective_quota, with_state
+from shared.domain.collection import (
+    CollectionState,
+    SkuName,
+    effective_quota,
+    over_limits,
+    with_state,
+)
 from shared.domain.decisions import resumed
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
-from shared.domain.job_document import JobDocument, occurrences_of, stored_definition
+from shared.domain.job_document import (
+    JobDocument,
+    keeping_stored_secrets,
+    occurrences_of,
+    stored_definition,
+)
 from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
 from shared.execution.dispatch import Dispatcher
@@ -45,11 +56,13 @@ class Scheduling:
         read it, if it did."""
         collection = self._store.existing_collection(job.collection)
         sku = SkuName(collection.document["properties"]["sku"]["name"])
+        slot = slot or self._store.job_slot(job)
+        current = slot.current
+        if current is not None:  # what a read showed masked, sent back: the stored values
+            properties = keeping_stored_secrets(properties, current.document.definition)
         problems = definition_problems(properties, sku=sku, now=now)
         if problems:
             raise InvalidRequest(problems)
-        slot = slot or self._store.job_slot(job)
-        current = slot.current
         if current is not None and current.document.final:
             raise Refused(
                 f"The job '{job.name}' is {current.document.state.value}, a final state: "
@@ -128,7 +141,10 @@ class Scheduling:
     ) -> tuple[StoredCollection, bool]:
         """Save a collection; its jobs' executor sees its state change, and jobs resume with it.
         With `jobs_state`, every job that is not final takes that state too (POST enable and
-        disable)."""
+        disable). A change of SKU or quota that would leave the jobs it holds over its new
+        limits is Refused, before anything is written."""
+        if previous is not None:
+            self._refuse_if_over_limits(collection, previous.document, document)
         state = document["properties"]["state"]
         enabled = CollectionState.ENABLED.value
         if state != enabled:  # off before the document says so: nothing runs in between
@@ -142,6 +158,27 @@ class Scheduling:
             if was_off or jobs_state is not None:
                 self.set_job_states(stored.id, jobs_state, now)
         return stored, created
+
+    def _refuse_if_over_limits(
+        self, collection: CollectionId, before: dict[str, Any], after: dict[str, Any]
+    ) -> None:
+        quota = effective_quota(after)
+        if quota == effective_quota(before):
+            return
+        jobs = self._store.jobs(collection)
+        too_often = [
+            stored.id.name
+            for stored in jobs
+            if not stored.document.final
+            and recurrence_conflict(stored.document.schedule, quota) is not None
+        ]
+        sku = after["properties"]["sku"]["name"]
+        changed = sku != before["properties"]["sku"]["name"]
+        conflict = over_limits(
+            quota, len(jobs), too_often, new_sku=SkuName(sku) if changed else None
+        )
+        if conflict:
+            raise Refused(conflict)
 
     def switch_collection(
         self, collection: CollectionId, state: CollectionState, jobs_state: JobState, now: datetime

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from shared.actions import Actions
 from shared.domain.attempts import Attempt
@@ -56,3 +59,26 @@ def test_a_performer_of_several_types_is_closed_once() -> None:
     actions = Actions(lambda: AT, {ActionType.SERVICE_BUS_QUEUE: service_bus, ActionType.SERVICE_BUS_TOPIC: service_bus})
     actions.close()
     assert service_bus.closed == 1
+
+
+class Failing:
+    """A performer with a fault of ours whose message quotes the job's URI, key and all."""
+
+    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
+        raise ValueError(f"cannot send to {action['request']['uri']}")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_fault_of_ours_is_a_failed_attempt_logged_with_the_uris_keys_masked(caplog: pytest.LogCaptureFixture) -> None:
+    actions = Actions(lambda: AT, {ActionType.HTTP: Failing()})
+    definition = {"action": {"type": "Http", "request": {"uri": "https://u:pw-1@h.example.org/run?code=key-2&x=1"}}}
+    with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
+        outcome = actions.perform(definition, JOB, Attempt(AT))
+    assert (outcome.succeeded, outcome.message) == (False, "The action could not be performed: internal error (ValueError)")
+    [record] = caplog.records
+    logged = record.getMessage()
+    assert "ValueError: cannot send to https://u:***@h.example.org/run?code=***&x=1" in logged
+    assert "Traceback" in logged and JOB.arm_name in logged
+    assert "pw-1" not in logged and "key-2" not in logged

@@ -272,13 +272,13 @@ def test_a_resource_group_with_collections_is_a_cloud_service(classic: httpx.Cli
 
 def test_a_classic_collection_is_an_arm_collection_in_the_cloud_services_group(classic: httpx.Client, api: httpx.Client, subscription: str) -> None:
     assert classic.put("/cloudservices/web", content=XML_CLOUD_SERVICE.format(label="Web", region="West US")).status_code == 202
-    quota = "<Quota><MaxJobCount>7</MaxJobCount><MaxRecurrence><Frequency>Hour</Frequency><Interval>2</Interval></MaxRecurrence></Quota>"
+    quota = "<Quota><MaxJobCount>3</MaxJobCount><MaxRecurrence><Frequency>Hour</Frequency><Interval>2</Interval></MaxRecurrence></Quota>"  # within Free's 5 and hourly
     created = classic.put("/cloudservices/web/resources/scheduler/jobCollections/nightly", content=XML_COLLECTION.format(plan="free", quota=quota))
     assert created.status_code == 202, created.text
     arm = api.get(f"/subscriptions/{subscription}/resourceGroups/web/providers/Microsoft.Scheduler/jobCollections/nightly").json()
     assert arm["location"] == "West US"
     assert arm["properties"]["sku"] == {"name": "Free"}
-    assert arm["properties"]["quota"] == {"maxJobCount": 7, "maxRecurrence": {"frequency": "hour", "interval": 2}}
+    assert arm["properties"]["quota"] == {"maxJobCount": 3, "maxRecurrence": {"frequency": "hour", "interval": 2}}
     read = ElementTree.fromstring(classic.get("/cloudservices/web/resources/scheduler/~/jobCollections/nightly", params={"api-version": "2014-04-01"}).content)
     assert read.findtext(f"{NS}IntrinsicSettings/{NS}Quota/{NS}MaxRecurrence/{NS}Frequency") == "Hour"
     assert read.findtext(f"{NS}CloudServiceSettings/{NS}GeoRegion") == "West US"

@@ -268,7 +268,7 @@ def test_api_version_is_required(service: Any, query: dict[str, str], code: str,
     [
         (b"{not json", "the request body is not valid JSON"),
         (b"", "the request body is empty"),
-        (b"[]", "must be an object, not []"),
+        (b"[]", "must be an object, not an array"),
         (b"[" * 100_000 + b"]" * 100_000, "the request body is nested too deeply"),
         (b'{"tags": ' + b'{"a": ' * 5_000 + b"1" + b"}" * 5_001, "the request body is nested too deeply"),
         (b'{"location": "x", "propertees": {}}', "propertees: is not a known property"),

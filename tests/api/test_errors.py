@@ -7,9 +7,9 @@ import json
 import azure.functions as func
 import pytest
 
-from shared.api.arm import serve
+from shared.api.arm import ApiRequest, serve
 from shared.api.collection_operations import list_collections_in_subscription
-from shared.api.errors import MissingApiVersion, arm_error
+from shared.api.errors import MissingApiVersion, UnsupportedMediaType, arm_error
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.problems import InvalidRequest, Refused
 from shared.services import Services
@@ -58,3 +58,30 @@ def test_services_that_cannot_be_built_are_answered_in_the_arm_envelope() -> Non
     assert json.loads(response.get_body()) == {"error": {"code": "InternalServerError", "message": f"Request {request_id} failed."}}
     missing_version = func.HttpRequest("GET", "http://localhost/", params={}, body=b"")
     assert serve(missing_version, list_collections_in_subscription, unreachable_storage).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("content_type", "read"),
+    [
+        ("application/json", True),
+        ("application/json; charset=utf-8", True),  # PowerShell's and the .NET SDK's
+        ("Application/JSON ;charset=UTF-8", True),
+        ("text/json", True),
+        (None, True),  # no Content-Type: read as JSON, as before
+        ("application/jsonx", False),
+        ("text/html; json", False),
+        ("application/merge-patch+json", False),
+        ("text/plain", False),
+        ("", False),
+    ],
+    ids=["json", "json-charset", "json-any-case", "text-json", "none", "jsonx", "json-as-parameter", "merge-patch", "text", "empty"],
+)
+def test_a_body_is_read_only_when_declared_as_json(content_type: str | None, read: bool) -> None:
+    headers = {} if content_type is None else {"content-type": content_type}
+    request = ApiRequest("PUT", "http://localhost/", route={}, query={}, headers=headers, body=b'{"a": 1}')
+    if read:
+        assert request.json_body() == {"a": 1}
+    else:
+        with pytest.raises(UnsupportedMediaType) as refused:
+            request.json_body()
+        assert (refused.value.status, refused.value.code) == (415, "UnsupportedMediaType")

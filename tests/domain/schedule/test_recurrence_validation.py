@@ -73,8 +73,8 @@ INVALID = [
      "recurrence.timeZone: 'Mars/Olympus_Mons' is not a known time zone; use an IANA name"),
     ({"frequency": "day", "intervall": 2}, "recurrence.intervall: is not a known property"),
     ({"frequency": "day", "schedule": {"minute": [5]}}, "recurrence.schedule.minute: is not a known property"),
-    ({"frequency": "day", "schedule": {"minutes": "5"}}, 'recurrence.schedule.minutes: must be a list, not "5"'),
-    ("daily", 'recurrence: must be an object, not "daily"'),
+    ({"frequency": "day", "schedule": {"minutes": "5"}}, 'recurrence.schedule.minutes: must be a list, not a string'),
+    ("daily", 'recurrence: must be an object, not a string'),
 ]
 
 
