@@ -64,6 +64,8 @@ bench: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.pipeline --compare-processes
+	$(BIN)/python -m bench.burst
 	$(BIN)/python -m bench.actions
 	$(BIN)/python -m bench.azurite_queue
 

@@ -12,7 +12,7 @@ from shared.api.classic import serve_classic
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
 from shared.console import pages
 from shared.console.pages import ConsoleRoute
-from shared.execution import clean_up, timer
+from shared.execution import clean_up, fan_out, timer
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
@@ -50,7 +50,13 @@ for _console_route in pages.ROUTES:
 def due_attempts_timer(tick: func.TimerRequest) -> None:
     """Hands attempts due within the look-ahead from the due index to the execution queue."""
     running = services.current()
-    timer.tick(running.due_index, running.dispatcher, running.now(), running.settings.lookahead)
+    timer.tick(
+        running.due_index,
+        running.dispatcher,
+        running.now(),
+        running.settings.lookahead,
+        fan_out=running.fan_out,
+    )
 
 
 @app.timer_trigger(arg_name="tick", schedule="%SCHEDULER_CLEANUP_SCHEDULE%", run_on_startup=False)
@@ -64,13 +70,19 @@ def retention_timer(tick: func.TimerRequest) -> None:
     arg_name="message", queue_name=services.EXECUTIONS_QUEUE, connection="AzureWebJobsStorage"
 )
 async def executor(message: func.QueueMessage) -> None:
-    """Runs one attempt of one job, then records it and schedules what follows."""
+    """Runs one attempt of one job, then records it and schedules what follows; or moves a
+    range of the due index that the timer handed on (shared/execution/fan_out.py)."""
     text, deliveries = message.get_body().decode(), message.dequeue_count or 1
+    running = services.current()
+    loop = asyncio.get_running_loop()
+    if fan_out.is_range_message(text):
+        await loop.run_in_executor(
+            running.blocking_threads, running.fan_out.handle, text, deliveries
+        )
+        return
     # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
     # awaited, so that it holds no worker thread; the work itself is blocking I/O.
-    running = services.current()
     await asyncio.sleep(running.worker.seconds_until_due(text))
-    loop = asyncio.get_running_loop()
     await loop.run_in_executor(running.blocking_threads, running.worker.handle, text, deliveries)
 
 

@@ -15,6 +15,12 @@ Phases (issue 4's targets), in this order:
            minutes
   beyond   more jobs, in smaller steps, until p99 reaches 1 s: the highest sustained rate
 Jobs live in Standard collections of 50, as a quota of 50 requires.
+
+`--compare-processes` runs a mode of its own instead: the local host as a separate process
+(`python -m devhost --own-host`), with FUNCTIONS_WORKER_PROCESS_COUNT 1 and then 2, each on a
+fresh Azurite, ramped until p99 lateness reaches 1 s (about 15 minutes for the pair); the target
+counts calls per execution id, so that an occurrence run twice or skipped shows. Its section of
+bench/results/pipeline.md is replaced, the rest kept (and the full run keeps that section).
 Run with `python -m bench.pipeline` (30 minutes, more if many steps pass beyond the load);
 results go to bench/results/pipeline.md.
 """
@@ -25,14 +31,19 @@ import argparse
 import json
 import multiprocessing
 import os
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -54,7 +65,8 @@ DEFINED_AT = datetime(2026, 1, 1, tzinfo=UTC)  # of the tick phase's index rows:
 
 
 def _serve_target(port_out: Any, log_path: str) -> None:
-    """Answer 200 to everything; append `<arrival - expected in ms>` per call to `log_path`."""
+    """Answer 200 to everything; append a line per call to `log_path`: arrival (epoch seconds),
+    lateness (arrival minus expected time, ms), execution id, job name, expected time."""
     log = open(log_path, "a", buffering=1)  # noqa: SIM115 (lives as long as the process)
     lock = threading.Lock()
 
@@ -65,8 +77,11 @@ def _serve_target(port_out: Any, log_path: str) -> None:
             self.rfile.read(length)
             expected = self.headers.get("x-ms-scheduler-expected-execution-time", "")
             moment = datetime.fromisoformat(expected.replace("Z", "+00:00")).timestamp()
+            execution = self.headers.get("x-ms-scheduler-execution-id", "-")
+            job = self.headers.get("x-ms-scheduler-jobid", "-").rsplit("/", 1)[-1]
             with lock:
-                log.write(f"{arrived:.4f} {(arrived - moment) * 1000:.1f}\n")
+                late = (arrived - moment) * 1000
+                log.write(f"{arrived:.4f} {late:.1f} {execution} {job} {moment:.3f}\n")
             self.send_response(200)
             self.send_header("Content-Length", "2")
             self.end_headers()
@@ -78,50 +93,86 @@ def _serve_target(port_out: Any, log_path: str) -> None:
     server.serve_forever()
 
 
+@dataclass(frozen=True)
+class Call:
+    arrived: float  # epoch seconds
+    late_ms: float
+    execution: str  # x-ms-scheduler-execution-id: the same for every delivery of an occurrence
+    job: str
+    expected: float  # epoch seconds
+
+
 class Calls:
-    """What the target process noted: (arrival as epoch seconds, lateness in ms)."""
+    """What the target process noted."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def since(self, moment: float, until: float = float("inf")) -> list[float]:
+    def all(self) -> list[Call]:
         found = []
         for line in self.path.read_text().splitlines():
-            arrived, late = (float(part) for part in line.split())
-            if moment <= arrived < until:
-                found.append(late)
+            arrived, late, execution, job, expected = line.split()
+            found.append(Call(float(arrived), float(late), execution, job, float(expected)))
         return found
+
+    def since(self, moment: float, until: float = float("inf")) -> list[float]:
+        """Lateness (ms) of the calls that arrived from `moment` until `until`."""
+        return [call.late_ms for call in self.all() if moment <= call.arrived < until]
+
+    def run_twice(self) -> int:
+        """Occurrences called more than once (counted once each time they were repeated)."""
+        counts = Counter(call.execution for call in self.all())
+        return sum(count - 1 for count in counts.values())
+
+    def missed(self, period: float = 60.0) -> int:
+        """Occurrences skipped between a recurring job's first and last call seen."""
+        seen: dict[str, set[float]] = defaultdict(set)
+        for call in self.all():
+            seen[call.job].add(round(call.expected))
+        return sum(
+            round((max(moments) - min(moments)) / period) + 1 - len(moments)
+            for moments in seen.values()
+        )
 
 
 # --- the host, in this process ------------------------------------------------------------------
 
 
-class Host:
-    def __init__(self, storage: str, target_url: str) -> None:
-        os.environ.update(
-            {
-                "AzureWebJobsStorage": storage,
-                "SCHEDULER_TICK_SCHEDULE": "0 * * * * *",
-                "SCHEDULER_LOOKAHEAD_SECONDS": "90",
-                "SCHEDULER_CLEANUP_SCHEDULE": "0 0 0 1 1 *",
-                "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32",
-            }
-        )
-        sys.path.insert(0, str(ROOT))
-        import function_app  # noqa: PLC0415 (reads its settings when imported)
-        from devhost.triggers import triggers_of  # noqa: PLC0415
-        from shared import services  # noqa: PLC0415
+HOST_SETTINGS = {
+    "SCHEDULER_TICK_SCHEDULE": "0 * * * * *",
+    "SCHEDULER_LOOKAHEAD_SECONDS": "90",
+    "SCHEDULER_CLEANUP_SCHEDULE": "0 0 0 1 1 *",
+    "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32",
+}
 
-        self.services = services.current()
+
+class Host:
+    """Saves jobs as the API does; with `run_triggers`, this process is also the host (the
+    local host's trigger runners in threads), otherwise a `HostProcesses` runs them."""
+
+    def __init__(self, storage: str, target_url: str, *, run_triggers: bool = True) -> None:
+        os.environ.update({"AzureWebJobsStorage": storage, **HOST_SETTINGS})
+        sys.path.insert(0, str(ROOT))
+        from shared import services  # noqa: PLC0415
+        from shared.settings import Settings  # noqa: PLC0415
+
         self.request_counter = services.STORAGE_REQUESTS
         self.target_url = target_url
-        queues = json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]
-        functions = function_app.app.get_functions()
-        self.runners = triggers_of(
-            functions, queues, storage, raw_request_hook=services.STORAGE_REQUESTS
-        )
-        for runner in self.runners:
-            threading.Thread(target=runner.run, daemon=True).start()
+        self.runners: list[Any] = []
+        if run_triggers:
+            import function_app  # noqa: PLC0415 (reads its settings when imported)
+            from devhost.triggers import triggers_of  # noqa: PLC0415
+
+            self.services = services.current()  # the one function_app's functions use
+            queues = json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]
+            functions = function_app.app.get_functions()
+            self.runners = triggers_of(
+                functions, queues, storage, raw_request_hook=services.STORAGE_REQUESTS
+            )
+            for runner in self.runners:
+                threading.Thread(target=runner.run, daemon=True).start()
+        else:  # services of their own: each comparison runs on an Azurite of its own
+            self.services = services.build(Settings.from_environment())
         self.collection = self.new_collection()
         self._filling, self._room = self.collection, JOBS_PER_COLLECTION
 
@@ -181,6 +232,55 @@ class Host:
         return self.request_counter.count
 
 
+class HostProcesses:
+    """`python -m devhost --own-host` with FUNCTIONS_WORKER_PROCESS_COUNT=`count`, as
+    `make run` serves the app, on `storage`; its output goes to `log_path`."""
+
+    def __init__(self, storage: str, count: int, log_path: Path) -> None:
+        port = azurite.free_port()
+        environment = (
+            os.environ
+            | HOST_SETTINGS
+            | {
+                "AzureWebJobsStorage": storage,
+                "FUNCTIONS_WORKER_PROCESS_COUNT": str(count),
+                "SCHEDULER_PORT": str(port),
+                "SCHEDULER_FUNCTION_KEY": uuid.uuid4().hex,
+            }
+        )
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "devhost", "--no-azurite", "--own-host"],
+                cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not _answers(port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise RuntimeError(f"the local host did not start: see {log_path}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+            connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b""
+            while chunk := connection.recv(65536):  # all of it: the host closes when done
+                answer += chunk
+            return answer.startswith(b"HTTP/1.1")
+    except OSError:
+        return False
+
+
 def rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -217,10 +317,12 @@ def lone(host: Host, calls: Calls, jobs: int) -> dict[str, float]:
     }
 
 
-def add_jobs(host: Host, count: int) -> datetime:
-    """Save `count` more jobs once a minute, spread over the minute; when the first is due."""
+def add_jobs(host: Host, count: int, lead: float | None = None) -> datetime:
+    """Save `count` more jobs once a minute, spread over the minute; when the first is due
+    (`lead` seconds from now: by default enough for saving at 30 jobs/s, and 20 s more)."""
     # Saving runs at about 45 jobs/s here: the first occurrences come after the last is saved.
-    first = (datetime.now(UTC) + timedelta(seconds=20 + count / 30)).replace(microsecond=0)
+    lead = 20 + count / 30 if lead is None else lead
+    first = (datetime.now(UTC) + timedelta(seconds=lead)).replace(microsecond=0)
     host.put_jobs([host.job_body(start, recurring=True) for start in spread_minute(count, first)])
     return first
 
@@ -283,6 +385,227 @@ def load(
         "rss_end": samples[-1],
         "rss_max": max(samples),
     }
+
+
+# --- one worker process against two ------------------------------------------------------------
+
+COMPARE_HEADING = "## One worker process against two"
+
+
+@dataclass(frozen=True)
+class Step:
+    jobs: int
+    rate: float  # executions/s measured
+    p50: float  # lateness, ms
+    p99: float
+
+    @property
+    def sustained(self) -> bool:
+        return self.p99 < 1000
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """The local host with `count` worker processes, ramped until p99 reached a second."""
+
+    count: int
+    steps: list[Step]
+    jobs_saved: int
+    jobs_called: int
+    calls: int
+    run_twice: int
+    missed: int
+
+    @property
+    def best(self) -> Step:
+        return max(
+            (step for step in self.steps if step.sustained),
+            key=lambda step: step.rate,
+            default=Step(0, 0.0, float("nan"), float("nan")),
+        )
+
+
+def sustained_rate(
+    storage: str,
+    count: int,
+    rates: list[float],
+    *,
+    measure: float,
+    budget: float,
+    work: Path,
+    log: Callable[[str], None],
+) -> ProcessRun:
+    """Ramp jobs a minute through `rates` (executions/s) on a host of `count` worker processes,
+    until p99 lateness reaches 1 s, the rates run out, or the next step would end past `budget`
+    seconds."""
+    calls_path = work / f"calls-{count}.log"
+    calls_path.touch()
+    target = _start_target(calls_path)
+    host_processes = HostProcesses(storage, count, work / f"host-{count}.log")
+    try:
+        host = Host(storage, f"http://127.0.0.1:{target.port}/hook", run_triggers=False)
+        calls, steps, jobs, began = Calls(calls_path), [], 0, time.monotonic()
+        for rate in rates:
+            more = round(rate * 60) - jobs
+            # Saving runs at 80-100 jobs/s when the host is a process of its own: the first
+            # occurrences still come after the last is saved.
+            lead = 10 + more / 40
+            takes = lead + 60 + measure
+            if steps and time.monotonic() - began + takes > budget:
+                log(f"{count} process(es): no time left for {rate:.1f}/s")
+                break
+            first = add_jobs(host, more, lead)
+            jobs += more
+            time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds()) + 60)
+            start = time.time()
+            time.sleep(measure)
+            late = calls.since(start, time.time())
+            steps.append(
+                Step(jobs, len(late) / measure, statistics.median(late), percentile(late, 0.99))
+            )
+            log(f"{count} process(es): {jobs} jobs, {steps[-1].rate:.1f}/s,"
+                f" p50 {steps[-1].p50:.0f} ms, p99 {steps[-1].p99:.0f} ms")  # fmt: skip
+            if not steps[-1].sustained:
+                break
+        every = calls.all()
+        return ProcessRun(
+            count, steps, jobs_saved=jobs, jobs_called=len({call.job for call in every}),
+            calls=len(every), run_twice=calls.run_twice(), missed=calls.missed(),
+        )  # fmt: skip
+    finally:
+        host_processes.stop()
+        target.stop()
+
+
+def compare_processes(
+    options: argparse.Namespace, log: Callable[[str], None]
+) -> tuple[ProcessRun, ProcessRun]:
+    """The highest sustained rate with one worker process, then with two, each on a fresh
+    Azurite; two's ramp starts at one's best rate and climbs by a quarter of it."""
+    work = Path(tempfile.mkdtemp(prefix="bench-processes-"))
+    runs = []
+    for count in (1, 2):
+        if count == 1:
+            start, climb = options.compare_start, options.compare_climb
+        else:
+            start = max(runs[0].best.rate, options.compare_climb)
+            climb = start / 4
+        rates = [start + climb * n for n in range(12)]
+        emulator = azurite.start()
+        try:
+            run = sustained_rate(
+                emulator.connection_string, count, rates, measure=options.compare_measure,
+                budget=options.compare_budget, work=work, log=log,
+            )  # fmt: skip
+            runs.append(run)
+        finally:
+            emulator.stop()
+    log(f"logs of the hosts and the target: {work}")
+    return runs[0], runs[1]
+
+
+def compare_report(runs: tuple[ProcessRun, ProcessRun], measure: float) -> str:
+    one, two = runs
+    ratio = two.best.rate / one.best.rate if one.best.rate else float("nan")
+
+    def first_missed(run: ProcessRun) -> str:
+        missed = [step for step in run.steps if not step.sustained]
+        if not missed:
+            return "none (the ramp ended first)"
+        step = missed[0]
+        return f"{step.rate:.1f}/s: p50 {step.p50:,.0f} ms, p99 {step.p99:,.0f} ms"
+
+    def best(run: ProcessRun) -> str:
+        # A ramp that ended before a step missed found a floor, not the ceiling.
+        floor = "" if any(not step.sustained for step in run.steps) else "≥ "
+        return f"{floor}{run.best.rate:.1f}/s ({run.best.jobs} jobs)"
+
+    rows = [
+        ("highest sustained rate (p99 < 1 s)", *(best(r) for r in runs)),
+        ("lateness p50 / p99 at that rate", *(f"{r.best.p50:.0f} / {r.best.p99:.0f} ms"
+                                               for r in runs)),
+        ("first step that missed", *(first_missed(r) for r in runs)),
+        ("calls at the target, all steps", *(f"{r.calls:,}" for r in runs)),
+        ("occurrences run twice (same execution id)", *(f"{r.run_twice}" for r in runs)),
+        ("occurrences skipped (a job's minute missing between its first and last call)",
+         *(f"{r.missed}" for r in runs)),
+        ("jobs called at least once / saved", *(f"{r.jobs_called:,} / {r.jobs_saved:,}"
+                                                 for r in runs)),
+    ]  # fmt: skip
+    whole = all(r.run_twice == r.missed == 0 and r.jobs_called == r.jobs_saved for r in runs)
+    one_found_its_ceiling = any(not step.sustained for step in one.steps)
+    if not (ratio >= 1.5 and whole):
+        met = "missed"
+    elif one_found_its_ceiling:
+        met = "met"
+    else:  # one process's rate is only a floor: the ratio may be lower than it reads
+        met = "not shown: one process's ramp ended before a step missed, so its rate is a floor"
+        met += " and the ratio an upper bound"
+    lines = [
+        COMPARE_HEADING,
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.pipeline --compare-processes`"
+        f" on {machine()}; other processes may have shared the cores. The local host ran as its",
+        "own process (`python -m devhost --own-host`, FUNCTIONS_WORKER_PROCESS_COUNT=1, then 2),",
+        "each time on a fresh Azurite, with the HTTP target in another process. Jobs once a",
+        f"minute were added step by step; each step was measured for {measure:.0f} s, a minute",
+        "after its jobs began. The ramp of two processes started at one's best rate and climbed",
+        "by a quarter of it.",
+        "",
+        "| measure | 1 worker process | 2 worker processes |",
+        "|---|---:|---:|",
+        *(f"| {name} | {a} | {b} |" for name, a, b in rows),
+        "",
+        f"Ratio of the sustained rates, two processes to one: **{ratio:.2f}** (target ≥ 1.5,"
+        f" nothing lost, nothing run twice: {met}).",
+        "",
+        "| worker processes | jobs | executions/s | p50 ms | p99 ms |",
+        "|---:|---:|---:|---:|---:|",
+        *(f"| {r.count} | {s.jobs} | {s.rate:.1f} | {s.p50:,.0f} | {s.p99:,.0f} |"
+          for r in runs for s in r.steps),
+        "",
+    ]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_section(text: str, heading: str, section: str) -> str:
+    """`text` with the section under `heading` (to the next `## ` heading) replaced by
+    `section`, or with `section` added at the end."""
+    start = text.find(heading)
+    if start < 0:
+        return text.rstrip("\n") + "\n\n" + section
+    end = text.find("\n## ", start + len(heading))
+    rest = text[end + 1 :] if end >= 0 else ""
+    return text[:start] + section + ("\n" + rest if rest else "")
+
+
+def section_of(text: str, heading: str) -> str:
+    """The section under `heading` in `text` (to the next `## ` heading), or ''."""
+    start = text.find(heading)
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + len(heading))
+    return text[start : end + 1 if end >= 0 else len(text)]
+
+
+class _Target:
+    """The target process, and its port."""
+
+    def __init__(self, process: multiprocessing.Process, port: int) -> None:
+        self.process, self.port = process, port
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(5)
+
+
+def _start_target(calls_path: Path) -> _Target:
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(
+        target=_serve_target, args=(sending, str(calls_path)), daemon=True
+    )
+    process.start()
+    return _Target(process, receiving.recv())
 
 
 def raw_queue_rate(storage: str, seconds: float = 10.0) -> float:
@@ -349,14 +672,14 @@ def _one_tick(host: Host, due: int, extra: int) -> tuple[int, int, int]:
     _bulk_rows(table, extra, now)
     index.set_watermark(now, ticked_at=now)
     read: list[int] = []
-    reading = index.due
+    reading = index.rows  # what the tick reads each partition's window with
 
-    def counting(since: datetime, until: datetime) -> list[Any]:
-        found = reading(since, until)
+    def counting(partition: str, low: str, high: str, most: int) -> list[Any]:
+        found = reading(partition, low, high, most)
         read.append(len(found))
         return found
 
-    index.due = counting  # type: ignore[method-assign]
+    index.rows = counting  # type: ignore[method-assign]
     before = host.storage_requests
     tick(index, dispatcher, now, timedelta(seconds=60))
     requests = host.storage_requests - before
@@ -395,7 +718,7 @@ def _bulk_rows(table: Any, count: int, now: datetime) -> None:
 # --- the report ---------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument(
@@ -408,22 +731,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beyond-step", type=int, default=300, help="jobs per step after load")
     parser.add_argument("--beyond-most", type=int, default=6000, help="jobs the steps stop at")
     parser.add_argument("--extra-rows", type=int, default=100_000)
-    options = parser.parse_args(argv)
+    parser.add_argument(
+        "--compare-processes",
+        action="store_true",
+        help="only the comparison of 1 and 2 worker processes (the local host as a process)",
+    )
+    parser.add_argument("--compare-start", type=float, default=40.0, help="executions/s first")
+    parser.add_argument("--compare-climb", type=float, default=7.5, help="executions/s per step")
+    parser.add_argument("--compare-measure", type=float, default=30.0, help="seconds per step")
+    parser.add_argument(
+        "--compare-budget", type=float, default=450.0, help="seconds of ramp per process count"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _arguments().parse_args(argv)
 
     def log(text: str) -> None:
         print(f"{datetime.now(UTC):%H:%M:%S} {text}", flush=True)
 
+    if options.compare_processes:
+        runs = compare_processes(options, log)
+        previous = RESULTS.read_text() if RESULTS.exists() else "# Execution pipeline under load\n"
+        RESULTS.write_text(
+            write_section(previous, COMPARE_HEADING, compare_report(runs, options.compare_measure))
+        )
+        print(section_of(RESULTS.read_text(), COMPARE_HEADING))
+        return 0
+
     emulator = azurite.start()
     calls_path = Path(tempfile.mkdtemp(prefix="bench-calls-")) / "calls.log"
     calls_path.touch()
-    receiving, sending = multiprocessing.Pipe(duplex=False)
-    target = multiprocessing.Process(
-        target=_serve_target, args=(sending, str(calls_path)), daemon=True
-    )
-    target.start()
-    port = receiving.recv()
+    target = _start_target(calls_path)
     try:
-        host = Host(emulator.connection_string, f"http://127.0.0.1:{port}/hook")
+        host = Host(emulator.connection_string, f"http://127.0.0.1:{target.port}/hook")
         calls = Calls(calls_path)
         # Azurite's own rate and the tick first, while nothing else runs.
         raw = raw_queue_rate(emulator.connection_string)
@@ -447,10 +789,12 @@ def main(argv: list[str] | None = None) -> int:
         for runner in host.runners if "host" in locals() else ():
             runner.stop()
         time.sleep(1)
-        target.terminate()
+        target.stop()
         emulator.stop()
     text = report(alone=alone, loaded=loaded, ramped=ramped, raw=raw, ticks=ticks, options=options)
-    RESULTS.write_text(text)
+    # The comparison of worker processes is a mode of its own: its last figures stay.
+    kept = section_of(RESULTS.read_text(), COMPARE_HEADING) if RESULTS.exists() else ""
+    RESULTS.write_text(write_section(text, COMPARE_HEADING, kept) if kept else text)
     print(RESULTS.read_text())
     return 0
 

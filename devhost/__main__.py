@@ -8,7 +8,8 @@ with this package's own host. It prints Azurite's endpoints and connection strin
 and the function key, and stops Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
-`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key.
+`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
+FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`).
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import IO
 
-from devhost import azurite
-from devhost.http_host import FunctionsHttpServer, http_functions
-from devhost.triggers import triggers_of
+from devhost import azurite, worker
+from devhost.processes import listen, run_workers, worker_process_count
 from shared.logs import quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,33 +132,21 @@ def _load_local_settings() -> None:
 
 
 def _run_own_host(port: int, key: str) -> int:
-    sys.path.insert(0, str(ROOT))
-    import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
+    try:
+        count = worker_process_count(os.environ)
+    except ValueError as problem:
+        print(problem, file=sys.stderr)
+        return 1
+    listener = listen(port)
 
-    extensions = json.loads((ROOT / "host.json").read_text()).get("extensions", {})
-    route_prefix = extensions.get("http", {}).get("routePrefix", "api")
-    functions = function_app.app.get_functions()  # the library allows one call per app
-    server = FunctionsHttpServer(
-        ("127.0.0.1", port), http_functions(functions, route_prefix), keys=[key]
-    )
-    runners = triggers_of(
-        functions, extensions.get("queues", {}), os.environ["AzureWebJobsStorage"]
-    )
-    for runner in runners:
-        threading.Thread(target=runner.run, name=type(runner).__name__, daemon=True).start()
+    def announce() -> None:
+        print(f"Serving on http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
+        print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
 
-    def shut_down(signum: int, frame: FrameType | None) -> None:
-        for runner in runners:
-            runner.stop()
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, shut_down)
-    signal.signal(signal.SIGINT, shut_down)
-    print(f"Serving on http://127.0.0.1:{server.server_port}", flush=True)
-    print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
-    server.serve_forever(poll_interval=0.2)
-    server.server_close()
-    return 0
+    if count == 1:  # this process is the one worker
+        return worker.serve(listener, key, runs_timers=True, on_ready=announce)
+    announce()  # connections wait in the listen backlog until a worker takes them
+    return run_workers(listener, count, key)
 
 
 def _run_core_tools(port: int) -> int:

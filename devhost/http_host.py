@@ -14,6 +14,10 @@ the request announced a body, since that body is left unread. Chunked bodies are
 Functions host reads them. A client that keeps the host waiting on its connection longer than
 the server's `request_timeout` (idle between requests, or within a request line or header)
 loses the connection; a body must arrive in full within `request_timeout`, or it is a 408.
+
+Every answer carries `x-devhost-worker`, the process id of the worker process that gave it (the
+Functions host sends no such header): with FUNCTIONS_WORKER_PROCESS_COUNT above 1 it shows
+which of the workers answered.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import hmac
 import inspect
 import io
 import logging
+import os
 import re
 import socket
 import time
@@ -38,6 +43,7 @@ log = logging.getLogger("devhost")
 
 LARGEST_BODY = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 30.0
+WORKER_HEADER = "x-devhost-worker"  # the process id of the worker process that answered
 _PARAMETER = re.compile(r"^\{(\*?)([A-Za-z_][A-Za-z0-9_]*)\}$")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")  # beyond: answered 400, as Kestrel does
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # larger chunks would be over LARGEST_BODY anyway
@@ -115,8 +121,17 @@ class FunctionsHttpServer(ThreadingHTTPServer):
         keys: list[str],
         *,
         request_timeout: float = REQUEST_TIMEOUT_S,
+        listener: socket.socket | None = None,
     ) -> None:
-        super().__init__(address, _Handler)
+        if listener is None:
+            super().__init__(address, _Handler)
+        else:
+            # A socket already listening, shared with the other worker processes: whichever
+            # process is free first accepts the next connection.
+            super().__init__(address, _Handler, bind_and_activate=False)
+            self.socket.close()
+            self.socket = listener
+            self.server_address = listener.getsockname()
         self.functions = functions
         self.keys = [key.encode() for key in keys if key]
         self.request_timeout = request_timeout
@@ -173,6 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
         # HTTP/0.9, which would get neither a status line nor headers.
         self.request_version = self.protocol_version
         self.send_response(code)
+        self.send_header(WORKER_HEADER, str(os.getpid()))
         self.send_header("Connection", "close")
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -323,6 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         self.send_response(status)
+        # Not the Functions host's: which worker process answered, for tests and curious users.
+        self.send_header(WORKER_HEADER, str(os.getpid()))
         for name, value in headers.items():
             if name.lower() != "content-length":
                 self.send_header(name, value)

@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ def triggers_of(
                     argument,
                     trigger["schedule"],
                     run_on_startup=bool(trigger.get("runOnStartup")),
+                    name=name,
                 )
             )
         elif trigger["type"] == "queueTrigger":
@@ -91,6 +93,7 @@ def triggers_of(
                     trigger["queueName"],
                     connection_string,
                     settings,
+                    name=name,
                     **client_options,
                 )
             )
@@ -128,8 +131,10 @@ class TimerTrigger:
         run_on_startup: bool = False,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         wait: Callable[[float], bool] | None = None,
+        name: str = "timer",
     ) -> None:
         self._function, self._argument, self._clock = function, argument, clock
+        self.name = name
         self._schedule = resolve_setting(schedule)
         croniter(self._schedule, second_at_beginning=True)  # fail now on a bad schedule
         self._stop = threading.Event()
@@ -159,6 +164,12 @@ class TimerTrigger:
 
     def _fire(self, scheduled: datetime) -> None:
         past_due = self._clock() - scheduled > PAST_DUE_AFTER
+        # As the Functions host logs each run: one line per firing, naming the scheduled moment,
+        # so that a firing twice (by two processes, say) shows.
+        log.info(
+            "Executing 'Functions.%s' (Reason='Timer fired at %s', past due: %s)",
+            self.name, scheduled.isoformat(), "yes" if past_due else "no",
+        )  # fmt: skip
         try:
             invoke(self._function, **{self._argument: TimerRequest(past_due=past_due)})
         except Exception:
@@ -208,9 +219,12 @@ class QueueTrigger:
         queue_name: str,
         connection_string: str,
         settings: QueueSettings,
+        *,
+        name: str = "queue",
         **client_options: Any,
     ) -> None:
         self._function, self._argument, self._settings = function, argument, settings
+        self.name = name
         self._queue_name = resolve_setting(queue_name)
         self._queue = QueueClient.from_connection_string(
             connection_string, self._queue_name, **client_options
@@ -262,6 +276,7 @@ class QueueTrigger:
             return []
 
     def _handle(self, stored: StoredMessage) -> None:
+        started, outcome = time.monotonic(), "Failed"
         try:
             message = QueueMessage(
                 id=stored.id,
@@ -281,9 +296,15 @@ class QueueTrigger:
             self._failed(stored)
         else:
             self._queue.delete_message(stored)
+            outcome = "Succeeded"
         finally:
             with self._lock:
                 self._running -= 1
+            # The Functions host's line for each run, in its words.
+            log.info(
+                "Executed 'Functions.%s' (%s, Id=%s, Duration=%.0fms)",
+                self.name, outcome, stored.id, (time.monotonic() - started) * 1000,
+            )  # fmt: skip
 
     def _body(self, content: str) -> bytes:
         if not self._settings.base64:

@@ -23,12 +23,14 @@ from azure.storage.queue import TextBase64EncodePolicy
 
 from shared.actions import ActionPerformer, Actions
 from shared.actions.http import HttpActions
+from shared.actions.managed_identity import IdentityTokens, storage_hosts
 from shared.actions.oauth import TokenCache
 from shared.actions.outbound import OutboundPolicy, tls_context
 from shared.actions.service_bus import ServiceBusActions
 from shared.actions.storage_queue import StorageQueueActions
 from shared.domain.job_definition import ActionType
 from shared.execution.dispatch import Dispatcher
+from shared.execution.fan_out import FanOut
 from shared.execution.scheduling import Scheduling
 from shared.execution.worker import ExecutionWorker
 from shared.logs import quiet_third_party_loggers
@@ -82,6 +84,7 @@ class Services:
     blocking_threads: ThreadPoolExecutor
     """Threads for the executor's blocking work: an execution mostly waits on storage and on
     its target, so many can be under way at once (asyncio's default pool has cores + 4)."""
+    fan_out: FanOut  # ranges of the due index, handed on by the tick, moved by the executor
 
     def now(self) -> datetime:
         return self.clock()
@@ -144,6 +147,13 @@ def build(
             OutboundPolicy.from_setting(settings.outbound_allowlist),
             settings.outbound_ca_file,
             TokenCache(settings.authority_host, httpx.Client(verify=tls), clock),
+            # Without the platform's endpoint there is no identity: such jobs fail at once.
+            IdentityTokens(clock, settings.identity_client_id)
+            if settings.identity_endpoint
+            else None,
+            storage_hosts(
+                [identity.table_service_uri, identity.queue_service_uri] if identity else []
+            ),
         )
         service_bus = ServiceBusActions(settings, **timeouts)
         performers: dict[ActionType, ActionPerformer] = {
@@ -160,8 +170,10 @@ def build(
 
     threads = ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
     scheduling = Scheduling(store, dispatcher)
+    # Range messages travel on the execution queue (shared.execution.fan_out).
+    fan_out = FanOut(queue, due_index, dispatcher, clock=clock, max_deliveries=max_deliveries)
     return Services(
-        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads
+        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads, fan_out
     )
 
 

@@ -30,6 +30,10 @@ STORAGE_SUFFIX = "SCHEDULER_STORAGE_ENDPOINT_SUFFIX"
 QUEUE_ENDPOINT_TEMPLATE = "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"
 SERVICEBUS_SUFFIX = "SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX"
 SERVICEBUS_ENDPOINT = "SCHEDULER_SERVICEBUS_ENDPOINT"
+# The managed identity endpoint the platform provides (App Service, Functions): read by
+# azure-identity, for ManagedServiceIdentity jobs; a local token server's in tests.
+IDENTITY_ENDPOINT = "IDENTITY_ENDPOINT"
+IDENTITY_HEADER = "IDENTITY_HEADER"
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class Setting:
     """A setting's name, who reads it, and where it is set."""
 
     name: str
-    read_by: frozenset[str]  # "app" (shared/), "host" (the Functions host), "devhost"
+    read_by: frozenset[str]  # "app" (shared/), "host" (the Functions host), "devhost",
+    # "azure-identity" (the library, from the process's environment, not through Settings)
     in_sample: bool = True  # local.settings.sample.json, for local runs on Azurite
     in_azure: bool = True  # the app settings of infra/app/api.bicep
 
@@ -63,6 +68,9 @@ EVERY_SETTING = (
     _setting(QUEUE_ENDPOINT_TEMPLATE, "app", in_azure=False),  # Azurite
     _setting(SERVICEBUS_SUFFIX, "app"),
     _setting(SERVICEBUS_ENDPOINT, "app", in_azure=False),  # a local broker
+    # Set by the platform itself, never by the templates or the sample.
+    _setting(IDENTITY_ENDPOINT, "app", "azure-identity", in_sample=False, in_azure=False),
+    _setting(IDENTITY_HEADER, "azure-identity", in_sample=False, in_azure=False),
     # Flex Consumption takes the language from the site's runtime settings, not this one.
     _setting("FUNCTIONS_WORKER_RUNTIME", "host", in_azure=False),
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
@@ -70,6 +78,8 @@ EVERY_SETTING = (
     _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
     _setting("SCHEDULER_FUNCTION_KEY", "devhost", in_sample=False, in_azure=False),
+    # Worker processes per instance: the Functions host reads it, and so does the local host.
+    _setting("FUNCTIONS_WORKER_PROCESS_COUNT", "host", "devhost", in_sample=False, in_azure=False),
 )
 
 DEFAULT_LOOKAHEAD_S = 90  # with a tick a minute, every occurrence is on the queue 30 s early
@@ -104,11 +114,19 @@ class Settings:
     servicebus_suffix: str = DEFAULT_SERVICEBUS_SUFFIX
     servicebus_endpoint: str | None = None
     storage_identity: StorageIdentity | None = None
+    identity_endpoint: str | None = None  # where the platform serves the app identity's tokens
 
     @property
     def horizon(self) -> timedelta:
         """Attempts due within this go straight onto the queue (see shared.execution.dispatch)."""
         return 2 * self.lookahead
+
+    @property
+    def identity_client_id(self) -> str | None:
+        """The client id of the identity the app runs as (the templates' user-assigned one, which
+        it reaches its storage with); ManagedServiceIdentity jobs without a clientId use it.
+        None: the platform's default, the system-assigned identity."""
+        return self.storage_identity.client_id if self.storage_identity else None
 
     def queue_account_url(self, account: str) -> str:
         """Where a StorageQueue action's account serves its queues.
@@ -153,6 +171,7 @@ class Settings:
             queue_endpoint_template=environment.get(QUEUE_ENDPOINT_TEMPLATE) or None,
             servicebus_suffix=environment.get(SERVICEBUS_SUFFIX) or DEFAULT_SERVICEBUS_SUFFIX,
             servicebus_endpoint=environment.get(SERVICEBUS_ENDPOINT) or None,
+            identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
         )
 
 

@@ -24,6 +24,7 @@ class Received:
     body: bytes
     at: datetime
     client_certificate: dict[str, object] | None = None
+    query: str = ""
 
 
 Answer = tuple[int, bytes, dict[str, str]]
@@ -110,6 +111,7 @@ def _handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
                 body=body,
                 at=datetime.now(UTC),
                 client_certificate=certificate,
+                query=self.path.partition("?")[2],
             )
             status, content, headers = target._record(received)
             self.send_response(status)
@@ -127,6 +129,38 @@ def _handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class HeldAnswer:
+    """A responder that holds every request until the test releases it (at most `hold_s`), then
+    answers `status`: a target slower than a job's interval, without sleeping in the test. It
+    counts the requests it held at once."""
+
+    def __init__(self, status: int = 200, body: bytes = b"held", hold_s: float = WAIT_S) -> None:
+        self.status, self.body, self.hold_s = status, body, hold_s
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self.holding = 0
+        self.most_held_at_once = 0
+
+    def __call__(self, received: Received) -> Answer:
+        with self._lock:
+            self.holding += 1
+            self.most_held_at_once = max(self.most_held_at_once, self.holding)
+        try:
+            if not self._released.wait(self.hold_s):
+                return 504, b"never released", {}
+            return self.status, self.body, {}
+        finally:
+            with self._lock:
+                self.holding -= 1
+
+    def release(self) -> None:
+        """Answer the held requests, and every later one at once."""
+        self._released.set()
+
+    def hold_again(self) -> None:
+        self._released.clear()
+
+
 def token_endpoint(tenant: str, client_id: str, secret: str, token: str) -> tuple[str, Responder]:
     """A path and responder that act as an Azure AD v1 token endpoint for one client."""
 
@@ -141,6 +175,44 @@ def token_endpoint(tenant: str, client_id: str, secret: str, token: str) -> tupl
         return 200, json.dumps(answer).encode(), {"Content-Type": "application/json"}
 
     return f"/{tenant}/oauth2/token", respond
+
+
+class IdentityEndpoint:
+    """The managed identity endpoint App Service and Functions provide (protocol 2019-08-01), for
+    one app: it checks the secret header, the api-version, the resource and the identity, and
+    issues a fresh token on every request, valid for `lifetime_s` seconds of the real clock."""
+
+    path = "/msi/token"
+
+    def __init__(self, secret: str, user_assigned: tuple[str, ...] = (),
+                 system_assigned: bool = True, lifetime_s: int = 3600) -> None:  # fmt: skip
+        self.secret, self.user_assigned = secret, user_assigned
+        self.system_assigned, self.lifetime_s = system_assigned, lifetime_s
+        self.issued: list[tuple[str, str, str | None]] = []  # token, resource, client id
+        self._lock = threading.Lock()
+
+    def respond(self, received: Received) -> Answer:
+        asked = {name: values[0] for name, values in parse_qs(received.query).items()}
+        if received.headers.get("x-identity-header") != self.secret:
+            return _refusal(401, "The X-IDENTITY-HEADER header is missing or wrong.")
+        if asked.get("api-version") != "2019-08-01":
+            return _refusal(400, f"Unsupported api-version {asked.get('api-version')}.")
+        resource, client_id = asked.get("resource"), asked.get("client_id")
+        if not resource:
+            return _refusal(400, "The resource parameter is required.")
+        if client_id not in self.user_assigned and not (client_id is None and self.system_assigned):
+            return _refusal(400, "No User Assigned or Delegated Managed Identity found for "
+                                 "specified ClientId/ResourceId/PrincipalId.")  # fmt: skip
+        with self._lock:
+            token = f"identity-token-{len(self.issued) + 1}"
+            self.issued.append((token, resource, client_id))
+        answer = {"access_token": token, "expires_on": str(int(time.time()) + self.lifetime_s),
+                  "resource": resource, "token_type": "Bearer", "client_id": client_id or "system"}  # fmt: skip
+        return 200, json.dumps(answer).encode(), {"Content-Type": "application/json"}
+
+
+def _refusal(status: int, message: str) -> Answer:
+    return status, json.dumps({"statusCode": status, "message": message}).encode(), {}
 
 
 class SilentPeer:

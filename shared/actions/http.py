@@ -2,8 +2,9 @@
 
 Every request carries the occurrence's identity in `x-ms-scheduler-*` headers, the same on a
 retry of the same attempt and on a duplicate delivery, so that a receiver can drop duplicates.
-Outbound authentication: Basic, ClientCertificate (the pfx becomes the TLS client certificate)
-and ActiveDirectoryOAuth (a bearer token from `TokenCache`).
+Outbound authentication: Basic, ClientCertificate (the pfx becomes the TLS client certificate),
+ActiveDirectoryOAuth (a bearer token from `TokenCache`) and ManagedServiceIdentity (a bearer
+token of the app's own identity, from `IdentityTokens`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from shared.actions.clients import ClientPool
+from shared.actions.managed_identity import IdentityTokens
 from shared.actions.oauth import TokenCache, TokenUnavailable
 from shared.actions.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.domain.attempts import Attempt, execution_id
@@ -42,9 +44,18 @@ class HttpActions:
     """Performs Http(s) actions with one pooled client per process (and per client certificate)."""
 
     def __init__(
-        self, policy: OutboundPolicy, extra_ca_file: str | None, tokens: TokenCache
+        self,
+        policy: OutboundPolicy,
+        extra_ca_file: str | None,
+        tokens: TokenCache,
+        identity: IdentityTokens | None = None,
+        own_storage_hosts: frozenset[str] = frozenset(),
     ) -> None:
+        """`identity` gives ManagedServiceIdentity tokens (None: the app has no identity);
+        `own_storage_hosts` are the hosts of the app's own storage, which its identity may
+        read and write (tables with every job's secrets): no identity token goes there."""
         self._policy, self._extra_ca_file, self._tokens = policy, extra_ca_file, tokens
+        self._identity, self._own_storage_hosts = identity, own_storage_hosts
         self._client = guarded_client(policy, tls_context(extra_ca_file))
         self._certificate_clients: ClientPool[httpx.Client] = ClientPool(_MOST_CERTIFICATE_CLIENTS)
 
@@ -72,6 +83,8 @@ class HttpActions:
                 headers["Authorization"] = f"Bearer {self._tokens.token(authentication)}"
             elif kind == HttpAuthenticationType.CLIENT_CERTIFICATE.value:
                 client = self._certificate_client(authentication)
+            elif kind == HttpAuthenticationType.MANAGED_SERVICE_IDENTITY.value:
+                headers["Authorization"] = f"Bearer {self._identity_token(authentication, host)}"
         except TokenUnavailable as failure:
             return False, f"Http Action - No token for host '{host}': {failure}"
         except ValueError as failure:
@@ -102,6 +115,18 @@ class HttpActions:
         self._client.close()
         for client in self._certificate_clients.take_all():
             client.close()
+
+    def _identity_token(self, authentication: dict[str, Any], host: str) -> str:
+        if self._identity is None:
+            raise TokenUnavailable(
+                "the app has no managed identity here (the platform sets IDENTITY_ENDPOINT "
+                "where it has one)"
+            )
+        if host.lower().rstrip(".") in self._own_storage_hosts:
+            raise TokenUnavailable(
+                "the app's identity is not lent for calls to the app's own storage account"
+            )
+        return self._identity.token(authentication["audience"], authentication.get("clientId"))
 
     def _certificate_client(self, authentication: dict[str, Any]) -> httpx.Client:
         key = hashlib.sha256(

@@ -27,6 +27,10 @@ class Attempt:
     action: ActionName = ActionName.MAIN_ACTION
     retry: int = 0
     run_now: bool = False
+    # Which occurrence of the series this is (history's repeatCount), for an occurrence that
+    # runs alongside others (overlapPolicy Allow): the job's count of passed occurrences moves
+    # on while it runs. 0 where that count says it (one occurrence at a time).
+    repeat: int = 0
 
     @property
     def starts_occurrence(self) -> bool:
@@ -45,12 +49,13 @@ class Attempt:
         return not self.run_now
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "expected": iso(self.expected),
             "action": self.action.value,
             "retry": self.retry,
             "runNow": self.run_now,
         }
+        return wire | {"repeat": self.repeat} if self.repeat else wire
 
     @classmethod
     def from_wire(cls, wire: dict[str, Any]) -> Attempt:
@@ -59,6 +64,7 @@ class Attempt:
             action=ActionName(wire["action"]),
             retry=int(wire["retry"]),
             run_now=bool(wire["runNow"]),
+            repeat=int(wire.get("repeat", 0)),
         )
 
 
@@ -79,13 +85,22 @@ class Pending:
 
     attempt: Attempt
     due: datetime
+    # Under overlapPolicy Allow, set when the occurrence began (it was counted and the next one
+    # scheduled before its action ran): the try it began, which a redelivery runs again.
+    began: Attempt | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {**self.attempt.to_wire(), "due": iso(self.due)}
+        wire = {**self.attempt.to_wire(), "due": iso(self.due)}
+        return wire if self.began is None else wire | {"began": self.began.to_wire()}
 
     @classmethod
     def from_wire(cls, wire: dict[str, Any]) -> Pending:
-        return cls(Attempt.from_wire(wire), parse_iso(wire["due"]))
+        began = wire.get("began")
+        return cls(
+            Attempt.from_wire(wire),
+            parse_iso(wire["due"]),
+            None if began is None else Attempt.from_wire(began),
+        )
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,41 @@
 A job document's `pending` attempts are the truth: a delivery runs only while its attempt is
 pending under the same definition, and recording the outcome (one etag-checked write) takes the
 attempt out and puts what follows in. So a duplicate delivery of a finished attempt finds it
-gone and does nothing, and a job's scheduled occurrences run one at a time, in order.
+gone and does nothing, and a job's scheduled occurrences run one at a time, in order, unless
+its overlapPolicy is Allow: then each occurrence is recorded as begun (`Begin`), its successor
+scheduled, before its action runs (docs/behaviour.md#overlapping-occurrences).
 """
 
 from __future__ import annotations
 
 import collections
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from shared.domain import history
-from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain.attempts import Attempt, Delivery, Pending, execution_id
 from shared.domain.collection import CollectionState
+from shared.domain.ids import JobId
 from shared.domain.job_definition import (
     ActionName,
     HistoryStatus,
     JobState,
+    OverlapPolicy,
 )
-from shared.domain.job_document import JobDocument
+from shared.domain.job_document import JobDocument, Retries
 from shared.domain.wire import iso
 
 HistoryEntry = tuple[str, dict[str, Any]]  # (entry id, the entry as the API shows it)
 # How long a message sent ahead of its write may wait for that write to land.
 SAVE_GRACE = timedelta(seconds=10)
+# Exponential retries wait up to this share of their wait more or less, so that the jobs a
+# failing target fails together do not all come back at the same instant.
+RETRY_JITTER = 0.2
+# Under overlapPolicy Allow, occurrences of one job running at once, at most: each holds an
+# attempt in the job's document, which must stay small; one more falling due is skipped.
+MOST_ALONGSIDE = 5
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,18 @@ class Run:
     passed: int = 1  # occurrences of the series this run settles (itself and those postponed)
 
 
-Plan = Skip | NotYet | Park | Resend | Run
+@dataclass(frozen=True)
+class Begin:
+    """Under overlapPolicy Allow: record that an occurrence begins (counted, the next one
+    scheduled) and send `settlement.follow_ups`, before the action, so that the next occurrence
+    starts on time however long this one runs. Then perform `run`; None: the occurrence is not
+    run (MOST_ALONGSIDE are running), and the settlement records it skipped."""
+
+    settlement: Settlement
+    run: Run | None
+
+
+Plan = Skip | NotYet | Park | Resend | Run | Begin
 
 
 def plan(
@@ -113,7 +135,18 @@ def plan(
         return Park(document.waiting_for(entry for entry in document.pending if entry is not mine))
     if attempt.run_now or not attempt.starts_occurrence:
         return Run(attempt, attempt)
+    if document.overlap is OverlapPolicy.ALLOW:
+        return _alongside(document, mine, now, redelivered=redelivered)
     return _coalesced(document, attempt, now)
+
+
+def abandoned(document: JobDocument, delivery: Delivery) -> Run:
+    """The run to record as failed when the service gives up on a delivered attempt."""
+    attempt = delivery.pending.attempt
+    mine = next((entry for entry in document.pending if entry.attempt == attempt), None)
+    if mine is not None and mine.began is not None:
+        return Run(attempt, mine.began, passed=0)  # counted when it began
+    return Run(attempt, attempt)
 
 
 def still_pending(document: JobDocument | None, delivery: Delivery) -> bool:
@@ -160,6 +193,50 @@ def _coalesced(document: JobDocument, attempt: Attempt, now: datetime) -> Run:
     return Run(attempt, Attempt(latest), postponed=tuple(due), passed=passed)
 
 
+def _alongside(
+    document: JobDocument, mine: Pending, now: datetime, *, redelivered: bool
+) -> Run | Begin:
+    """overlapPolicy Allow: an occurrence begins whether or not others are still running."""
+    attempt = mine.attempt
+    if mine.began is not None:  # begun already: this is a second delivery of its first try
+        run = Run(attempt, mine.began, passed=0)
+        if not redelivered:
+            return run
+        # A crash may have come between recording the beginning and sending the next one.
+        following = document.schedule.next_after(mine.began.expected)
+        again = [
+            entry
+            for entry in document.pending
+            if following is not None and entry.attempt == Attempt(following)
+        ]
+        return Begin(Settlement(document, [], again), run) if again else run
+    coalesced = _coalesced(document, attempt, now)
+    number = document.occurrences + coalesced.passed
+    began = replace(coalesced.attempt, repeat=number)
+    entries = [
+        (Attempt(expected).history_id, _postponed_entry(expected, began.expected, now))
+        for expected in coalesced.postponed
+    ]
+    running = sum(1 for entry in document.pending if entry.began is not None)
+    if running >= MOST_ALONGSIDE:
+        reason = f"{running} occurrences of the job were still running, the most that run alongside"
+        skipped = _skipped_entry(began.expected, reason, OverlapPolicy.ALLOW, now)
+        entries.append((began.history_id, skipped))
+    counted = replace(
+        document, occurrences=number, history_count=document.history_count + len(entries)
+    )
+    following = None if counted.series_finished else counted.schedule.next_after(began.expected)
+    follow_ups = [] if following is None else [Pending(Attempt(following), following)]
+    if running >= MOST_ALONGSIDE:
+        others = [entry for entry in document.pending if entry is not mine]
+        return Begin(
+            Settlement(counted.waiting_for(others + follow_ups), entries, follow_ups), None
+        )
+    marked = [replace(entry, began=began) if entry is mine else entry for entry in document.pending]
+    settlement = Settlement(counted.waiting_for(marked + follow_ups), entries, follow_ups)
+    return Begin(settlement, Run(attempt, began, passed=0))
+
+
 # --- what an outcome changes ------------------------------------------------------------------
 
 
@@ -172,8 +249,14 @@ class Settlement:
     follow_ups: list[Pending] = field(default_factory=list)
 
 
-def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> Settlement:
-    """Record `outcome` of `run` in a document read after the action (it may have changed)."""
+def settle(
+    document: JobDocument, run: Run, outcome: Outcome, now: datetime, *, job: JobId | None = None
+) -> Settlement:
+    """Record `outcome` of `run` in a document read after the action (it may have changed).
+
+    `job` names the job, whose execution ids seed the jitter of exponential retries; only
+    exponential retries need it.
+    """
     attempt = run.attempt
     entries = [
         (Attempt(expected).history_id, _postponed_entry(expected, attempt.expected, now))
@@ -183,13 +266,15 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
     entries.append((attempt.history_id, entry))
     status = document.status
     if attempt.action is ActionName.MAIN_ACTION:
+        latest = status.last_execution_time
         status = replace(
             status,
             execution_count=status.execution_count + 1,
-            last_execution_time=outcome.started,
+            # Occurrences running alongside (Allow, or a run-now) may end out of order.
+            last_execution_time=outcome.started if latest is None else max(latest, outcome.started),
             failure_count=status.failure_count + (0 if outcome.succeeded else 1),
         )
-    retry = _retry_after(document, attempt, outcome, now)
+    retry = _retry_after(document, attempt, outcome, now, job)
     follow_ups = [] if retry is None else [retry]
     retries_spent = retry is None or retry.attempt.action is ActionName.ERROR_ACTION
     if attempt.action is ActionName.MAIN_ACTION and not outcome.succeeded and retries_spent:
@@ -202,25 +287,86 @@ def settle(document: JobDocument, run: Run, outcome: Outcome, now: datetime) -> 
         occurrences=document.occurrences
         + (run.passed if not attempt.run_now and attempt.starts_occurrence else 0),
     )
+    pending = [entry for entry in document.pending if entry.attempt != run.delivered]
     if retry is None and not attempt.run_now:
-        following = (
-            None if updated.series_finished else updated.schedule.next_after(attempt.expected)
-        )
+        updated, following, skipped = _after_occurrence(updated, attempt, pending, now)
+        entries = skipped + entries
+        updated = replace(updated, history_count=updated.history_count + len(skipped))
         if following is not None:
             follow_ups.append(Pending(Attempt(following), following))
-        else:
+        elif not _others_running(updated, pending):
             # An occurrence that needed its errorAction, or failed without one, ended faulted.
             faulted = attempt.action is ActionName.ERROR_ACTION or not outcome.succeeded
             updated = replace(
                 updated.with_state(JobState.FAULTED if faulted else JobState.COMPLETED),
                 ended_at=now,
             )
-    pending = [entry for entry in document.pending if entry.attempt != run.delivered]
     return Settlement(updated.waiting_for(pending + follow_ups), entries, follow_ups)
 
 
+def _after_occurrence(
+    document: JobDocument, over: Attempt, pending: list[Pending], now: datetime
+) -> tuple[JobDocument, datetime | None, list[HistoryEntry]]:
+    """When the occurrence of `over` is over: the next occurrence to schedule, if any, by the
+    job's overlapPolicy, and the occurrences skipped meanwhile (Skip), recorded as passed."""
+    policy = document.overlap
+    if policy is OverlapPolicy.ALLOW:
+        if _others_running(document, pending):
+            return document, None, []  # each began its successor; the last one over ends the job
+        # Nothing else running or waiting: the series has ended, or its next occurrence was
+        # dropped while the job was off. Wait would schedule the next, so this does too.
+        after = max(now, over.expected)
+        following = None if document.series_finished else document.schedule.next_after(after)
+        return document, following, []
+    following = None if document.series_finished else document.schedule.next_after(over.expected)
+    if policy is OverlapPolicy.WAIT:
+        return document, following, []
+    count = document.schedule.recurrence.count if document.schedule.recurrence else None
+    skipped: collections.deque[datetime] = collections.deque(maxlen=history.MOST_HISTORY)
+    passed = document.occurrences
+    while following is not None and following <= now and (count is None or passed < count):
+        skipped.append(following)
+        passed += 1
+        following = document.schedule.next_after(following)
+    if count is not None and passed >= count:
+        following = None
+    reason = f"the occurrence of {iso(over.expected)} was still running"
+    entries = [
+        (Attempt(expected).history_id, _skipped_entry(expected, reason, OverlapPolicy.SKIP, now))
+        for expected in skipped
+    ]
+    return replace(document, occurrences=passed), following, entries
+
+
+def _others_running(document: JobDocument, pending: list[Pending]) -> bool:
+    """Under Allow, whether other scheduled attempts remain (running, retrying or due)."""
+    return document.overlap is OverlapPolicy.ALLOW and any(
+        not entry.attempt.run_now for entry in pending
+    )
+
+
+def retry_wait(retries: Retries, retry: Attempt, execution: str) -> timedelta:
+    """How long to wait before `retry`, a retry of the occurrence with execution id `execution`.
+
+    Fixed: the interval. Exponential (docs/behaviour.md#exponential-retries): the first wait,
+    doubled for each retry before this one, at most the maximum; then moved by up to
+    RETRY_JITTER of itself, either way, by a share read from a hash of the execution id and the
+    try, so that the same try always waits the same; never below the first wait nor above the
+    maximum. Whole milliseconds.
+    """
+    if retries.maximum is None:
+        return retries.interval
+    first, most = retries.interval.total_seconds(), retries.maximum.total_seconds()
+    doublings = min(max(retry.retry - 1, 0), 64)  # retries are at most 20; floats, no overflow
+    wait = min(first * 2.0**doublings, most)
+    seed = f"{execution}|{retry.action.value}|{retry.retry}".encode()
+    share = int.from_bytes(hashlib.sha256(seed).digest()[:8], "big") / 2**64  # in [0, 1)
+    jittered = wait * (1 + RETRY_JITTER * (2 * share - 1))
+    return timedelta(milliseconds=round(min(max(jittered, first), most) * 1000))
+
+
 def _retry_after(
-    document: JobDocument, attempt: Attempt, outcome: Outcome, now: datetime
+    document: JobDocument, attempt: Attempt, outcome: Outcome, now: datetime, job: JobId | None
 ) -> Pending | None:
     """The attempt that follows a try of an occurrence, if the occurrence is not over."""
     if outcome.succeeded:
@@ -228,7 +374,11 @@ def _retry_after(
     # The errorAction retries with the same policy as the action.
     retries = document.retries
     if attempt.retry < retries.count:
-        return Pending(replace(attempt, retry=attempt.retry + 1), now + retries.interval)
+        following = replace(attempt, retry=attempt.retry + 1)
+        if retries.exponential and job is None:
+            raise ValueError("an exponential retry's jitter needs the job's id")
+        execution = "" if job is None else execution_id(job, attempt)
+        return Pending(following, now + retry_wait(retries, following, execution))
     has_error_action = "errorAction" in document.definition["action"]
     if attempt.action is ActionName.MAIN_ACTION and has_error_action:
         return Pending(replace(attempt, action=ActionName.ERROR_ACTION, retry=0), now)
@@ -252,6 +402,8 @@ def _occurrence_number(attempt: Attempt, document: JobDocument, run: Run) -> int
     """Which occurrence of the series an attempt belongs to (0 for a run-now)."""
     if attempt.run_now:
         return 0
+    if attempt.repeat:
+        return attempt.repeat  # it began alongside others (Allow): numbered when it began
     return document.occurrences + (run.passed if attempt.starts_occurrence else 0)
 
 
@@ -263,9 +415,27 @@ def _postponed_entry(expected: datetime, ran_instead: datetime, now: datetime) -
         "actionName": ActionName.MAIN_ACTION.value,
         "status": HistoryStatus.POSTPONED.value,
         "message": (
-            "Postponed: the service was down or behind at the expected time; the job ran once, "
+            "Postponed: at the expected time the job's previous occurrence was still running "
+            "(overlapPolicy Wait), or the service was down or behind; the job ran once, "
             f"for the latest occurrence missed ({iso(ran_instead)}), instead."
         ),
+        "retryCount": 0,
+        "repeatCount": 0,
+    }
+
+
+def _skipped_entry(
+    expected: datetime, reason: str, policy: OverlapPolicy, now: datetime
+) -> dict[str, Any]:
+    """The entry of an occurrence not run because another was still running: Postponed, as
+    history has no other status for an occurrence not run, and the reason says why."""
+    return {
+        "startTime": iso(now),
+        "endTime": iso(now),
+        "expectedExecutionTime": iso(expected),
+        "actionName": ActionName.MAIN_ACTION.value,
+        "status": HistoryStatus.POSTPONED.value,
+        "message": f"Skipped: {reason} (overlapPolicy {policy.value}).",
         "retryCount": 0,
         "repeatCount": 0,
     }

@@ -122,6 +122,8 @@ class HttpAuthenticationType(WireEnum):
     CLIENT_CERTIFICATE = "ClientCertificate"
     ACTIVE_DIRECTORY_OAUTH = "ActiveDirectoryOAuth"
     BASIC = "Basic"
+    # An extension, spelled as Logic Apps spells it: a token of the app's own managed identity.
+    MANAGED_SERVICE_IDENTITY = "ManagedServiceIdentity"
 
 
 class HttpAuthentication(WireModel):
@@ -129,7 +131,8 @@ class HttpAuthentication(WireModel):
 
     The certificate fields are read-only: the service fills them in from the pfx, and calls the
     expiry `certificateExpiration` as the real service did (the published API description's
-    `certificateExpirationDate` is accepted and ignored too).
+    `certificateExpirationDate` is accepted and ignored too). ManagedServiceIdentity (an
+    extension) takes `audience` and, for a user-assigned identity, its `clientId`.
     """
 
     type: HttpAuthenticationType
@@ -142,7 +145,7 @@ class HttpAuthentication(WireModel):
     certificate_expiration: str | None = None
     certificate_expiration_date: str | None = None  # the name in the published API description
     certificate_subject_name: str | None = None
-    # ActiveDirectoryOAuth
+    # ActiveDirectoryOAuth; ManagedServiceIdentity takes audience and, optionally, clientId
     tenant: str | None = None
     audience: str | None = None
     client_id: str | None = None
@@ -217,16 +220,37 @@ class ServiceBusTopicMessage(ServiceBusActionMessage):
 class RetryType(WireEnum):
     NONE = "none"
     FIXED = "fixed"
+    # An extension (docs/behaviour.md#exponential-retries), spelled like the recorded values.
+    EXPONENTIAL = "exponential"
 
 
 class RetryPolicy(WireModel):
+    """How a failed try is retried. `maximumInterval` and `minimumInterval` are extensions that
+    go with retryType exponential only (docs/behaviour.md#exponential-retries)."""
+
     retry_type: RetryType | None = None
     retry_interval: SentDuration | None = None
     retry_count: Annotated[int, Field(strict=True, ge=0)] | None = None
+    maximum_interval: Annotated[
+        SentDuration | None,
+        Field(description="Exponential only: the longest wait between tries (default: 1 day)."),
+    ] = None
+    minimum_interval: Annotated[
+        SentDuration | None,
+        Field(description="Exponential only: Logic Apps' name for the first and shortest wait."),
+    ] = None
 
     @property
     def interval(self) -> timedelta | None:
         return read_duration(self.retry_interval) if self.retry_interval else None
+
+    @property
+    def maximum(self) -> timedelta | None:
+        return read_duration(self.maximum_interval) if self.maximum_interval else None
+
+    @property
+    def minimum(self) -> timedelta | None:
+        return read_duration(self.minimum_interval) if self.minimum_interval else None
 
 
 class ErrorAction(WireModel):
@@ -244,11 +268,27 @@ class Action(ErrorAction):
     error_action: ErrorAction | None = None
 
 
+class OverlapPolicy(WireEnum):
+    """What happens to an occurrence that falls due while the job's previous one is still
+    running or retrying (an extension: docs/behaviour.md#overlapping-occurrences)."""
+
+    WAIT = "Wait"  # run it when the previous one is over; later ones meanwhile coalesce
+    SKIP = "Skip"  # do not run it: history shows it Postponed, with the reason
+    ALLOW = "Allow"  # run it on time, alongside
+
+
 class JobProperties(WireModel):
     start_time: SentInstant | None = None
     action: Action
     recurrence: Recurrence | None = None
     state: JobState | None = None
+    overlap_policy: Annotated[
+        OverlapPolicy | None,
+        Field(
+            description="An extension: what happens to an occurrence that falls due while the "
+            "previous one is still running or retrying. Wait (the default), Skip or Allow."
+        ),
+    ] = None
     status: dict[str, Any] | None = None
     """System-owned: accepted so that a GET's body can be sent back, and ignored."""
 

@@ -27,6 +27,7 @@ from shared.domain.job_definition import (
     HttpAuthenticationType,
     JobProperties,
     JobState,
+    OverlapPolicy,
     RetryPolicy,
     RetryType,
 )
@@ -47,6 +48,8 @@ SECRETS = (
 DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no shorter one
 DEFAULT_RETRY_COUNT = 4
+# Exponential retries without a maximumInterval wait at most this long (Logic Apps' default).
+DEFAULT_LONGEST_RETRY_WAIT = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,12 @@ class Retries:
     defaults applied (docs/behaviour.md#retry-policy), which the definition echoes only as sent."""
 
     count: int = 0
-    interval: timedelta = timedelta(0)
+    interval: timedelta = timedelta(0)  # Exponential: the first wait, and the shortest
+    maximum: timedelta | None = None  # Exponential only: the longest wait; None for Fixed
+
+    @property
+    def exponential(self) -> bool:
+        return self.maximum is not None
 
     @classmethod
     def of(cls, policy: RetryPolicy | None, sku: SkuName) -> Retries:
@@ -98,17 +106,30 @@ class Retries:
             return cls()
         policy = policy or RetryPolicy()
         default = DEFAULT_RETRY_INTERVAL_FREE if sku is SkuName.FREE else DEFAULT_RETRY_INTERVAL
-        return cls(
-            count=DEFAULT_RETRY_COUNT if policy.retry_count is None else policy.retry_count,
-            interval=policy.interval or default,
-        )
+        count = DEFAULT_RETRY_COUNT if policy.retry_count is None else policy.retry_count
+        if policy.retry_type is not RetryType.EXPONENTIAL:
+            return cls(count, policy.interval or default)
+        # minimumInterval is Logic Apps' name for the first wait (the rules refuse both at odds).
+        first = policy.interval or policy.minimum or default
+        return cls(count, first, policy.maximum or max(DEFAULT_LONGEST_RETRY_WAIT, first))
 
     def to_wire(self) -> dict[str, Any]:
-        return {"count": self.count, "intervalSeconds": self.interval.total_seconds()}
+        wire: dict[str, Any] = {
+            "count": self.count,
+            "intervalSeconds": self.interval.total_seconds(),
+        }
+        if self.maximum is not None:
+            wire["maximumSeconds"] = self.maximum.total_seconds()
+        return wire
 
     @classmethod
     def from_wire(cls, wire: dict[str, Any]) -> Retries:
-        return cls(wire["count"], timedelta(seconds=wire["intervalSeconds"]))
+        maximum = wire.get("maximumSeconds")
+        return cls(
+            wire["count"],
+            timedelta(seconds=wire["intervalSeconds"]),
+            None if maximum is None else timedelta(seconds=maximum),
+        )
 
 
 @dataclass(frozen=True)
@@ -154,6 +175,11 @@ class JobDocument:
     @property
     def enabled(self) -> bool:
         return self.state is JobState.ENABLED
+
+    @property
+    def overlap(self) -> OverlapPolicy:
+        """What an occurrence due while the previous one runs does; Wait when not set."""
+        return OverlapPolicy(self.definition.get("overlapPolicy") or OverlapPolicy.WAIT.value)
 
     @property
     def final(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from dateutil.relativedelta import relativedelta
 
@@ -18,6 +19,7 @@ from shared.domain.collection import MaxRecurrence, Quota, SkuName
 from shared.domain.job_definition import (
     ActionType,
     ErrorAction,
+    HttpAuthentication,
     HttpAuthenticationType,
     JobProperties,
     RetryPolicy,
@@ -25,6 +27,7 @@ from shared.domain.job_definition import (
     ServiceBusActionMessage,
     StorageQueueMessage,
 )
+from shared.domain.job_document import DEFAULT_RETRY_INTERVAL, DEFAULT_RETRY_INTERVAL_FREE
 from shared.domain.problems import FieldError
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Frequency, timing_problems
@@ -57,6 +60,9 @@ NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 LONGEST_MESSAGE_PROPERTY = 128  # Service Bus: messageId, sessionId, partitionKey and the like
 _LIMITED_PROPERTIES = ("messageId", "sessionId", "partitionKey", "replyToSessionId",
                        "viaPartitionKey")  # fmt: skip
+GUID = re.compile(r"[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
+# What a ManagedServiceIdentity authentication may hold; the other fields belong to other types.
+MANAGED_IDENTITY_FIELDS = ("type", "audience", "clientId")
 _SPAN_OF = {
     Frequency.MINUTE: timedelta(minutes=1),
     Frequency.HOUR: timedelta(hours=1),
@@ -218,6 +224,7 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
                 "clientId",
                 "secret",
             ),
+            HttpAuthenticationType.MANAGED_SERVICE_IDENTITY: ("audience",),
             HttpAuthenticationType.NOT_SPECIFIED: (),
         }[authentication.type]
         given = authentication.to_wire()
@@ -234,7 +241,61 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
                 read_pfx(authentication.pfx, authentication.password)
             except UnreadableCertificate as unreadable:
                 problems.append(FieldError(f"{path}.authentication.pfx", str(unreadable)))
+        if authentication.type is HttpAuthenticationType.MANAGED_SERVICE_IDENTITY:
+            problems += _managed_identity_problems(authentication, f"{path}.authentication")
     return problems
+
+
+def _managed_identity_problems(authentication: HttpAuthentication, path: str) -> list[FieldError]:
+    given = authentication.to_wire()
+    # A secret or a tenant sent along would suggest it is used; it is not, so it is refused.
+    problems = [
+        FieldError(
+            f"{path}.{name}",
+            "does not go with ManagedServiceIdentity authentication, "
+            "which takes only audience and clientId",
+        )
+        for name in given
+        if name not in MANAGED_IDENTITY_FIELDS
+    ]
+    audience = authentication.audience
+    if audience and not _is_audience(audience):
+        problems.append(
+            FieldError(
+                f"{path}.audience",
+                f"'{audience[:100]}' is neither an absolute https URI "
+                "(https://management.azure.com/) nor an app ID URI (api://...)",
+            )
+        )
+    client_id = authentication.client_id
+    if client_id is not None and not GUID.fullmatch(client_id):
+        problems.append(
+            FieldError(
+                f"{path}.clientId",
+                f"'{client_id[:100]}' is not a GUID: it is the client id of a user-assigned "
+                "managed identity, such as 0e6a6a6b-3c0f-4a5e-9f5d-2a7c3b1d9e8f",
+            )
+        )
+    return problems
+
+
+def _is_audience(audience: str) -> bool:
+    """An absolute https URI with a host, or an app ID URI, as a token's resource."""
+    if audience != audience.strip() or any(ord(char) < 0x21 for char in audience):
+        return False
+    try:
+        parts = urlsplit(audience)
+    except ValueError:
+        return False
+    if parts.scheme.lower() == "api":
+        return bool(parts.netloc or parts.path.strip("/"))
+    return (
+        parts.scheme.lower() == "https"
+        and bool(parts.hostname)
+        and "@" not in parts.netloc
+        and not parts.query
+        and not parts.fragment
+    )
 
 
 def _storage_queue_problems(message: StorageQueueMessage, path: str) -> list[FieldError]:
@@ -319,26 +380,80 @@ def _retry_problems(
     if policy.retry_type is RetryType.NONE:
         return []
     problems = []
-    shortest = SHORTEST_RETRY_FREE if sku is SkuName.FREE else SHORTEST_RETRY
-    interval = policy.interval
-    if interval is not None and interval < shortest:
-        where = " in a Free job collection" if sku is SkuName.FREE else ""
-        problems.append(
-            FieldError(
-                f"{path}.retryInterval",
-                f"{_spoken(interval)} is too short{where}: "
-                f"the least allowed is {_spoken(shortest)}",
-            )
-        )
-    if interval is not None and now + interval > now + LONGEST_RETRY:
-        problems.append(
-            FieldError(f"{path}.retryInterval", "is longer than 18 months, the most allowed")
-        )
+    for name, interval in (
+        ("retryInterval", policy.interval),
+        ("minimumInterval", policy.minimum),
+        ("maximumInterval", policy.maximum),
+    ):
+        if interval is not None:
+            problems += _interval_problems(interval, f"{path}.{name}", sku, now)
     if policy.retry_count is not None and policy.retry_count > MOST_RETRIES:
         problems.append(
             FieldError(
                 f"{path}.retryCount",
                 f"{policy.retry_count} is too many: the most allowed is {MOST_RETRIES}",
+            )
+        )
+    if policy.retry_type is RetryType.EXPONENTIAL:
+        named = {problem.field for problem in problems}  # a value out of bounds, named once
+        problems += [
+            problem
+            for problem in _exponential_problems(policy, path, sku)
+            if problem.field not in named
+        ]
+    else:
+        # Sent with Fixed, they would read as if they changed something; they would not.
+        problems += [
+            FieldError(f"{path}.{name}", "goes only with retryType exponential")
+            for name, value in (
+                ("minimumInterval", policy.minimum_interval),
+                ("maximumInterval", policy.maximum_interval),
+            )
+            if value is not None
+        ]
+    return problems
+
+
+def _interval_problems(
+    interval: timedelta, field: str, sku: SkuName, now: datetime
+) -> list[FieldError]:
+    """The bounds every wait between tries keeps: 15 seconds (1 hour in Free) to 18 months."""
+    shortest = SHORTEST_RETRY_FREE if sku is SkuName.FREE else SHORTEST_RETRY
+    if interval < shortest:
+        where = " in a Free job collection" if sku is SkuName.FREE else ""
+        return [
+            FieldError(
+                field,
+                f"{_spoken(interval)} is too short{where}: "
+                f"the least allowed is {_spoken(shortest)}",
+            )
+        ]
+    if now + interval > now + LONGEST_RETRY:
+        return [FieldError(field, "is longer than 18 months, the most allowed")]
+    return []
+
+
+def _exponential_problems(policy: RetryPolicy, path: str, sku: SkuName) -> list[FieldError]:
+    """retryInterval (or its synonym minimumInterval) is the first wait, maximumInterval the
+    longest (docs/behaviour.md#exponential-retries)."""
+    first, minimum, maximum = policy.interval, policy.minimum, policy.maximum
+    problems = []
+    if first is not None and minimum is not None and first != minimum:
+        problems.append(
+            FieldError(
+                f"{path}.minimumInterval",
+                f"{_spoken(minimum)} differs from retryInterval ({_spoken(first)}): with "
+                "exponential retries both name the first wait; send one of them, or the same",
+            )
+        )
+    default = DEFAULT_RETRY_INTERVAL_FREE if sku is SkuName.FREE else DEFAULT_RETRY_INTERVAL
+    first = first or minimum or default
+    if maximum is not None and maximum < first:
+        problems.append(
+            FieldError(
+                f"{path}.maximumInterval",
+                f"{_spoken(maximum)} is shorter than the first wait ({_spoken(first)}); "
+                "it must be at least as long",
             )
         )
     return problems

@@ -25,10 +25,11 @@ import math
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from azure.storage.queue import QueueClient
 
@@ -37,6 +38,7 @@ from shared.execution.messages import MOST_PER_MESSAGE, message_of
 from shared.storage.due_index import DueIndex
 
 EARLY = timedelta(seconds=0.5)
+Item = TypeVar("Item")
 _NEVER_EXPIRES = -1
 
 
@@ -81,14 +83,7 @@ class Dispatcher:
     ) -> None:
         """Send these to the queue, whenever they are due: one message per second of them
         (sent by `senders` in parallel, if given); raises if any send failed."""
-        by_second: dict[int, list[Delivery]] = defaultdict(list)
-        for delivery in deliveries:
-            by_second[_visible_second(delivery)].append(delivery)
-        messages = [
-            group[start : start + MOST_PER_MESSAGE]
-            for group in by_second.values()
-            for start in range(0, len(group), MOST_PER_MESSAGE)
-        ]
+        messages = together(deliveries, lambda delivery: delivery)
         if senders is None:
             for message in messages:
                 self._send(message, now)
@@ -109,6 +104,10 @@ class Dispatcher:
             return
         for delivery in soon:
             self._gather(delivery, now)
+
+    def send_together(self, deliveries: Sequence[Delivery], now: datetime) -> None:
+        """Send one message carrying these (one group of `together`)."""
+        self._send(deliveries, now)
 
     def enqueue(
         self, delivery: Delivery, now: datetime, *, at_least: timedelta = timedelta(0)
@@ -154,6 +153,19 @@ class Dispatcher:
             visibility_timeout=max(0, math.floor(wait)),
             time_to_live=_NEVER_EXPIRES,
         )
+
+
+def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> list[list[Item]]:
+    """The items in groups that share one message: those whose deliveries become visible in the
+    same second, at most `MOST_PER_MESSAGE` a group."""
+    by_second: dict[int, list[Item]] = defaultdict(list)
+    for item in items:
+        by_second[_visible_second(delivery_of(item))].append(item)
+    return [
+        group[start : start + MOST_PER_MESSAGE]
+        for group in by_second.values()
+        for start in range(0, len(group), MOST_PER_MESSAGE)
+    ]
 
 
 def _visible_second(delivery: Delivery) -> int:

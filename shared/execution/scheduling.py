@@ -82,8 +82,9 @@ class Scheduling:
         )
         self._dispatcher.dispatch([Delivery(job, now, entry) for entry in document.pending], now)
         return self._store.save_job(
-            job, document, preconditions or Preconditions(), slot, max_jobs=quota.max_job_count
-        )
+            job, document, preconditions or Preconditions(), slot,
+            max_jobs=quota.max_job_count, now=now,
+        )  # fmt: skip
 
     def run_now(self, job: JobId, now: datetime) -> None:
         """An immediate execution of the job, through the same path as scheduled ones."""

@@ -29,12 +29,14 @@ from datetime import datetime, timedelta
 from shared.actions import Actions
 from shared.domain.attempts import Delivery, Pending
 from shared.domain.decisions import (
+    Begin,
     NotYet,
     Outcome,
     Park,
     Resend,
     Run,
     Skip,
+    abandoned,
     plan,
     settle,
     still_pending,
@@ -178,6 +180,20 @@ class ExecutionWorker:
                     log.info("%s: the job or its collection is off", _line(delivery, "not run"))
                     return None
                 continue
+            if isinstance(decided, Begin):
+                # overlapPolicy Allow: the occurrence is counted and the next one sent before
+                # the action runs, so that the next starts on time however long this one takes.
+                begun = decided.settlement
+                if not self._store.settle_job(stored, begun.document, begun.history):
+                    continue
+                self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
+                if decided.run is None:
+                    log.warning("%s: too many still running", _line(delivery, "skipped"))
+                    return None
+                stored = self._store.job(delivery.job)  # its etag, for recording the outcome
+                if stored is None:
+                    return None
+                decided = decided.run
             break
         else:
             raise _kept_changing(delivery)
@@ -215,7 +231,7 @@ class ExecutionWorker:
     def _record(self, delivery: Delivery, stored: StoredJob, run: Run, outcome: Outcome) -> None:
         for _ in optimistic_attempts():
             now = self._clock()
-            settlement = settle(stored.document, run, outcome, now)
+            settlement = settle(stored.document, run, outcome, now, job=delivery.job)
             if self._store.settle_job(stored, settlement.document, settlement.history):
                 self._dispatcher.dispatch_follow_ups(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
@@ -239,13 +255,13 @@ class ExecutionWorker:
             stored = self._store.job(delivery.job)
             if stored is None or not still_pending(stored.document, delivery):
                 return
-            attempt = delivery.pending.attempt
             now = self._clock()
             message = (
                 f"The service failed to execute this attempt {deliveries} times and gave up "
                 f"({type(failure).__name__}: {str(failure)[:300]})"
             )
-            self._record(delivery, stored, Run(attempt, attempt), Outcome(False, now, now, message))
+            run = abandoned(stored.document, delivery)
+            self._record(delivery, stored, run, Outcome(False, now, now, message))
         except Exception:
             log.exception("%s", _line(delivery, "could not record giving up"))
 

@@ -12,8 +12,9 @@ import time
 from collections.abc import Iterator
 
 WRITE_ATTEMPTS = 8
-# Creating or deleting a job also moves its collection's job count, which every concurrent
-# creator in that collection contends for; each round lets at least one of them through.
+# Creating or deleting a job also moves its collection's job count, in counter rows that
+# creators of other processes (and deleters) may be writing too; each round lets at least one of
+# them through.
 CONTENDED_WRITE_ATTEMPTS = 64
 _BACKOFF_S = 0.004
 

@@ -29,6 +29,7 @@ BUCKET = timedelta(minutes=5)
 SHARDS = 8
 # Bucket partitions are "<yyyymmddHHMM>-<shard>"; the watermark's sorts after all of them.
 _WATERMARK = ("~watermark", "timer")
+_MOST_PER_PAGE = 1_000  # what Table Storage returns in one response at most
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,21 @@ class DueIndex:
         found.sort(key=lambda row: row.row)
         return found
 
+    def rows(self, partition: str, low: str, high: str, most: int) -> list[DueRow]:
+        """At most `most` rows of one partition with keys in [low, high), in key (due) order."""
+        entities = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+            parameters={"pk": partition, "low": low, "high": high},
+            results_per_page=min(most, _MOST_PER_PAGE),
+        )
+        found: list[DueRow] = []
+        for entity in entities:
+            message = json.loads(entity["Message"])
+            found.append(DueRow(partition, entity["RowKey"], Delivery.from_message(message)))
+            if len(found) >= most:  # pages are fetched as they are read: fetch no more
+                break
+        return found
+
     def first_bucket_after(self, bucket: datetime) -> datetime | None:
         """The earliest bucket after `bucket` that holds any row (to skip long empty stretches)."""
         entities = self._table.query_entities(
@@ -126,6 +142,16 @@ class DueIndex:
 def bucket_of(instant: datetime) -> datetime:
     """The start of the bucket that holds `instant`."""
     return instant - (instant - EPOCH) % BUCKET
+
+
+def partitions_of(bucket: datetime) -> list[str]:
+    """The partitions (one per shard) that hold the rows of `bucket`."""
+    return [_partition(bucket, shard) for shard in range(SHARDS)]
+
+
+def time_key(instant: datetime) -> str:
+    """The row key bound for `instant`: keys of rows due at or after it sort at or after it."""
+    return _ticks_key(instant)
 
 
 def _partition(bucket: datetime, shard: int) -> str:

@@ -9,11 +9,16 @@ JSON kept whole in one string property, so that what a client stored is what it 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import random
+import threading
+import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
@@ -31,7 +36,13 @@ from shared.storage.concurrency import (
     CONTENDED_WRITE_ATTEMPTS,
     optimistic_attempts,
 )
-from shared.storage.errors import EtagMismatch, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.errors import (
+    EtagMismatch,
+    ModifiedConcurrently,
+    NotFound,
+    QuotaExceeded,
+    StorageError,
+)
 from shared.storage.keys import (
     collection_partition,
     collection_row,
@@ -47,13 +58,39 @@ JOBS_TABLE = "jobs"
 # which its clients poll for (see shared/api/classic.py). A subscription's rows share a partition.
 CLOUD_SERVICES_TABLE = "cloudservices"
 OPERATIONS_TABLE = "operations"
-# Each collection's jobs partition also holds its job count, in a few counter rows (shards), so
-# that creating or deleting a job and counting it are one transaction, and concurrent creators
-# seldom contend for the same row. Their keys sort before every job name (names start with a
-# letter or digit), so listings skip them by key range.
-COUNTER_SHARDS = 8
+# Each collection's jobs partition also holds its job count, in counter rows (stripes). Each row
+# has its own share of maxJobCount (its allotment), so that a creator checks the quota on the one
+# row it writes, etag-checked, and no creator reads or verifies the others' rows. Their keys sort
+# before every job name (names start with a letter or digit), so listings skip them by key range.
+# Counts of collections made when there were eight rows, without allotments, are spread anew
+# over the sixteen before the first create that finds a row over its allotment (`_balance`).
+COUNTER_SHARDS = 16
 COUNTER_PREFIX = "!count-"
 _AFTER_COUNTERS = "!count."  # "." sorts right after "-"
+_COUNTER_ROWS = tuple(f"{COUNTER_PREFIX}{stripe}" for stripe in range(COUNTER_SHARDS))
+# A new job is counted first and inserted second (two single-entity writes: a batch costs three
+# times the CPU of either, the multipart body). A crash in between leaves the count one too high,
+# never too low: a place lost, never the quota exceeded. A creator that could not insert within
+# COUNTED_INSERT_WITHIN of counting gives the place back instead; counter rows that no one wrote
+# for COUNTERS_QUIET_FOR (far longer) therefore have no insert on its way, and a creator refused
+# by the quota recounts the jobs and corrects such rows.
+COUNTED_INSERT_WITHIN_S = 60.0
+COUNTERS_QUIET_FOR = timedelta(minutes=5)
+# A place taken longer ago than this is never given back, but left to the recount, which may
+# already have taken it back (it waits a minute longer).
+GIVE_BACK_WITHIN_S = COUNTERS_QUIET_FOR.total_seconds() - 60
+# A counter write in a collection far from its quota takes a few places more than its creators
+# need: spares, from which this process's next creators of the collection take one each without
+# any counter write. Spares unused for SPARES_KEPT_FOR_S go back. Only while the collection keeps
+# SPARE_HEADROOM places free beyond them (and the row room for as many again) are spares taken,
+# so they can keep a creator of another process out of a place only if that process filled the
+# last SPARE_HEADROOM places within about SPARES_KEPT_FOR_S.
+SPARE_PLACES = 4
+SPARES_KEPT_FOR_S = 2.0
+SPARE_HEADROOM = 256
+# Collections whose counter rows a process remembers (their counts and etags).
+REMEMBERED_COLLECTIONS = 4096
+_WRITER_LOCKS = 256
 # The partition also holds the collection's state, which the executor reads with the job, and
 # the jobs' history, so that an execution's outcome and its job's status are one batch. History
 # rows are "~<job row>:<entry id>": "~" sorts after every job name.
@@ -82,16 +119,158 @@ StoredCloudService = Stored[CloudServiceId, dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class Counter:
+    """One counter row as read or last written: the jobs it counts, its etag (None: no row yet)
+    and when it was last written (None: not known)."""
+
+    jobs: int
+    etag: str | None
+    written_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class JobSlot:
     """A job's place in its collection as read for a write: the job (if any) and the job count
-    (read only for a new job, or when asked for; empty otherwise)."""
+    (read only for a job that is not there, or when asked for; empty otherwise)."""
 
     current: StoredJob | None
-    shards: dict[str, tuple[int, str | None]]  # counter row -> (jobs, etag); absent rows count 0
+    counters: dict[str, Counter]  # counter row -> what it holds; absent rows count 0
+    spares: dict[str, int] = field(default_factory=dict)  # this process's unused places, by row
 
     @property
     def jobs_in_collection(self) -> int:
-        return sum(jobs for jobs, _ in self.shards.values())
+        return sum(counter.jobs for counter in self.counters.values()) - sum(self.spares.values())
+
+
+@dataclass
+class _Gathering:
+    """Creators of one collection in this process that wait for one counter write to count
+    them all: each gets the counter row it is counted in, or why it is not."""
+
+    creators: int = 1
+    outcomes: list[tuple[str, float] | BaseException] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class _CounterRows:
+    """What this process last read or wrote of each collection's counter rows, and the creators
+    that wait for their counter write.
+
+    Creators of one collection in one process gather: one of them writes a row with room for
+    all who came while the previous write was under way (group commit), with the etag it
+    remembers, so that counting a job costs a fraction of a write, and the process never races
+    itself. A stale memory (another process wrote the row) costs a lost race (412), after which
+    the rows are read again.
+    """
+
+    def __init__(self, remembered: int = REMEMBERED_COLLECTIONS) -> None:
+        self._known: OrderedDict[str, dict[str, Counter]] = OrderedDict()
+        self._gathering: dict[str, _Gathering] = {}
+        # Spare places by collection: (row, monotonic time before the write that took it); and
+        # those on their way back, still counted as this process's until their write lands.
+        self._spares: dict[str, list[tuple[str, float]]] = {}
+        self._returning: dict[str, list[str]] = {}
+        self._returner = False  # whether a thread is giving back spares
+        # One counter write under way per collection: a few locks shared by all collections
+        # (two that share one only take turns), so none needs cleaning up.
+        self._writers = [threading.Lock() for _ in range(_WRITER_LOCKS)]
+        self._remembered = remembered
+        self._lock = threading.Lock()
+
+    def known(self, partition: str) -> dict[str, Counter] | None:
+        with self._lock:
+            rows = self._known.get(partition)
+            if rows is not None:
+                self._known.move_to_end(partition)
+            return None if rows is None else dict(rows)
+
+    def remember(self, partition: str, rows: dict[str, Counter]) -> None:
+        with self._lock:
+            self._known[partition] = dict(rows)
+            self._known.move_to_end(partition)
+            while len(self._known) > self._remembered:
+                self._known.popitem(last=False)
+
+    def note(self, partition: str, row: str, counter: Counter) -> None:
+        """A row as this process just wrote it (nothing, if the collection is not remembered)."""
+        with self._lock:
+            if partition in self._known:
+                self._known[partition][row] = counter
+
+    def forget(self, partition: str) -> None:
+        with self._lock:
+            self._known.pop(partition, None)
+
+    def join(self, partition: str) -> tuple[_Gathering, int]:
+        """The gathering a creator waits in, and its place in it (0: it writes for all)."""
+        with self._lock:
+            gathering = self._gathering.get(partition)
+            if gathering is None:
+                gathering = self._gathering[partition] = _Gathering()
+                return gathering, 0
+            gathering.creators += 1
+            return gathering, gathering.creators - 1
+
+    def writer(self, partition: str) -> threading.Lock:
+        return self._writers[zlib.crc32(partition.encode()) % _WRITER_LOCKS]
+
+    def take_spare(self, partition: str, now: float, kept_for: float) -> tuple[str, float] | None:
+        """A spare place of the collection taken less than `kept_for` seconds before `now`."""
+        with self._lock:
+            spares = self._spares.get(partition, [])
+            for index, (_, since) in enumerate(spares):
+                if now - since < kept_for:
+                    return spares.pop(index)
+            return None
+
+    def add_spares(self, partition: str, row: str, places: int, since: float) -> bool:
+        """Keep spare places; whether a thread to give them back must be started."""
+        with self._lock:
+            self._spares.setdefault(partition, []).extend([(row, since)] * places)
+            start, self._returner = not self._returner, True
+            return start
+
+    def spares(self, partition: str) -> dict[str, int]:
+        """This process's places in the collection's rows that no job uses, by row."""
+        with self._lock:
+            rows = [row for row, _ in self._spares.get(partition, [])]
+            rows += self._returning.get(partition, [])
+            return {row: rows.count(row) for row in set(rows)}
+
+    def expired(self, now: float, kept_for: float) -> list[tuple[str, str, float]] | None:
+        """Spares older than `kept_for`, now on their way back, as (partition, row, since); None
+        when there are no spares left at all (then the thread giving them back ends)."""
+        with self._lock:
+            if not any(self._spares.values()) and not any(self._returning.values()):
+                self._returner = False
+                return None
+            old = []
+            for partition, spares in self._spares.items():
+                old += [(partition, row, since) for row, since in spares if now - since >= kept_for]
+                spares[:] = [(row, since) for row, since in spares if now - since < kept_for]
+                self._returning.setdefault(partition, []).extend(
+                    row for part, row, _ in old if part == partition
+                )
+            for partition in [
+                partition for partition, spares in self._spares.items() if not spares
+            ]:
+                del self._spares[partition]
+            return old
+
+    def returned(self, partition: str, row: str) -> None:
+        with self._lock:
+            returning = self._returning.get(partition, [])
+            if row in returning:
+                returning.remove(row)
+            if not returning:
+                self._returning.pop(partition, None)
+
+    def close(self, partition: str, gathering: _Gathering) -> int:
+        """No one joins `gathering` any more; how many creators it holds."""
+        with self._lock:
+            if self._gathering.get(partition) is gathering:
+                del self._gathering[partition]
+            return gathering.creators
 
 
 @dataclass(frozen=True)
@@ -200,8 +379,11 @@ class _Documents(Generic[Id, Document]):
 
 
 class Store:
-    def __init__(self, service: TableServiceClient) -> None:
+    def __init__(
+        self, service: TableServiceClient, *, spares_kept_for_s: float = SPARES_KEPT_FOR_S
+    ) -> None:
         self._service = service
+        self._spares_kept_for_s = spares_kept_for_s
         self._collections = _Documents(
             service.get_table_client(COLLECTIONS_TABLE), _collection_id, dict, "job collection"
         )
@@ -213,10 +395,11 @@ class Store:
             "cloud service",
         )  # fmt: skip
         self._operations = service.get_table_client(OPERATIONS_TABLE)
+        self._counter_rows = _CounterRows()
 
     @classmethod
-    def from_connection_string(cls, connection_string: str) -> Store:
-        return cls(TableServiceClient.from_connection_string(connection_string))
+    def from_connection_string(cls, connection_string: str, **options: Any) -> Store:
+        return cls(TableServiceClient.from_connection_string(connection_string), **options)
 
     def create_tables(self) -> None:
         for name in (COLLECTIONS_TABLE, JOBS_TABLE, CLOUD_SERVICES_TABLE, OPERATIONS_TABLE):
@@ -304,23 +487,35 @@ class Store:
         return [job for job in found if state is None or job.document.state is state]
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
-        """The job, and its collection's job count when the job is new or `counted` is asked.
+        """The job, and with `counted` its collection's job count (to delete it, or to read the
+        count; creating a job needs no count read beforehand: see `save_job`).
 
         A point read and a key-range query rather than one query for both: keys joined by `or`
         make Table Storage scan the whole partition, history included (Azure's table design
-        guide), and the count is needed only to create or delete a job.
+        guide).
         """
         current = self._jobs.get(job_partition(job), job_row(job))
-        if current is not None and not counted:
+        if not counted:
             return JobSlot(current, {})
-        return JobSlot(current, self._counters(job_partition(job)))
+        partition = job_partition(job)
+        return JobSlot(
+            current, self._read_counters(partition), self._counter_rows.spares(partition)
+        )
 
-    def _counters(self, partition: str) -> dict[str, tuple[int, str | None]]:
+    def _read_counters(self, partition: str) -> dict[str, Counter]:
+        """The collection's counter rows as stored now (and remembered as such)."""
         rows = self._jobs.table.query_entities(
             "PartitionKey eq @pk and RowKey ge @first and RowKey lt @after",
             parameters={"pk": partition, "first": COUNTER_PREFIX, "after": _AFTER_COUNTERS},
         )
-        return {row["RowKey"]: (int(row["Jobs"]), row.metadata["etag"]) for row in rows}
+        counters = {
+            row["RowKey"]: Counter(
+                int(row["Jobs"]), row.metadata["etag"], row.metadata.get("timestamp")
+            )
+            for row in rows
+        }
+        self._counter_rows.remember(partition, counters)
+        return counters
 
     def save_job(
         self,
@@ -329,62 +524,260 @@ class Store:
         preconditions: Preconditions,
         slot: JobSlot,
         max_jobs: int | None = None,
+        *,
+        now: datetime | None = None,
     ) -> tuple[StoredJob, bool]:
         """Create or replace a job; a new one counts against `max_jobs` (QuotaExceeded).
 
         `slot` is what the caller read with `job_slot`; if another writer got there first, the
-        slot is read again and the write retried.
+        slot is read again and the write retried. A new job is counted, then inserted: a creator
+        refused by the quota with `now` given first corrects counts that a crash left too high
+        (see COUNTERS_QUIET_FOR).
         """
+        partition = job_partition(job)
         for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             if attempt:
-                slot = self.job_slot(job)
+                slot = JobSlot(self._jobs.get(partition, job_row(job)), {})
             preconditions.check(slot.current)
             entity = _job_entity(job, document, slot.current)
-            try:
-                if slot.current is not None:
+            if slot.current is not None:
+                try:
                     metadata = self._jobs.table.update_entity(
                         entity, mode=UpdateMode.REPLACE, **_unchanged_since(slot.current.etag)
                     )
-                    return self._jobs.from_entity(entity, metadata["etag"]), False
-                if max_jobs is not None and slot.jobs_in_collection >= max_jobs:
-                    raise QuotaExceeded(slot.jobs_in_collection)
-                results = self._jobs.table.submit_transaction(
-                    [("create", entity), _count_change(job, slot, +1)]
-                )
-            except (ResourceModifiedError, ResourceNotFoundError, TableTransactionError):
+                except (ResourceModifiedError, ResourceNotFoundError):
+                    continue
+                return self._jobs.from_entity(entity, metadata["etag"]), False
+            try:
+                row, counted_at = self._count_new_job(partition, max_jobs, now)
+            except QuotaExceeded:
+                if self._jobs.get(partition, job_row(job)) is None:
+                    raise
+                continue  # a creator racing for the same name got it in: replace it instead
+            try:
+                if time.monotonic() - counted_at > COUNTED_INSERT_WITHIN_S:
+                    self._uncount(partition, row, counted_at)  # a recount may take it for lost
+                    continue
+                metadata = self._jobs.table.create_entity(entity)
+            except ResourceExistsError:  # created meanwhile by someone else: replace it instead
+                self._uncount(partition, row, counted_at)
                 continue
-            created = self._jobs.from_entity(entity, results[0]["etag"])
-            if max_jobs is not None:
-                self._undo_if_over(job, max_jobs)
-            return created, True
+            except BaseException:
+                with contextlib.suppress(Exception):  # else the place stays lost until a recount
+                    self._uncount(partition, row, counted_at)
+                raise
+            return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
 
-    def _undo_if_over(self, job: JobId, max_jobs: int) -> None:
-        """Creators racing for the last places can all get in: then each takes itself back out.
+    def _count_new_job(
+        self, partition: str, max_jobs: int | None, now: datetime | None
+    ) -> tuple[str, float]:
+        """Count one more job in a counter row with room; returns the row, and the moment
+        (monotonic) before the write that counted it. QuotaExceeded when, as stored when it was
+        counted, every row is at its allotment: the allotments add up to `max_jobs`, so then the
+        collection holds that many jobs.
 
-        (Several may; the quota is never left exceeded, and a refused client can try again.)
+        A spare place of this process is taken first. Otherwise the creators of a collection
+        that come while its previous counter write is under way are counted together, by the
+        first of them (see `_CounterRows`).
         """
-        jobs = JobSlot(None, self._counters(job_partition(job))).jobs_in_collection
-        if jobs > max_jobs:
-            self.delete_job(job, Preconditions())
-            raise QuotaExceeded(jobs - 1)
+        spare = self._counter_rows.take_spare(partition, time.monotonic(), self._spares_kept_for_s)
+        if spare is not None:
+            return spare
+        gathering, place = self._counter_rows.join(partition)
+        if place:
+            gathering.done.wait()
+        else:
+            try:
+                with self._counter_rows.writer(partition):
+                    creators = self._counter_rows.close(partition, gathering)
+                    rows, refusal = self._take_places(partition, creators, max_jobs, now)
+                gathering.outcomes = [*rows, *(refusal() for _ in range(creators - len(rows)))]
+            except BaseException as failure:
+                gathering.outcomes = [failure] * gathering.creators
+                raise
+            finally:
+                gathering.done.set()
+        outcome = gathering.outcomes[place]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _take_places(
+        self, partition: str, wanted: int, max_jobs: int | None, now: datetime | None
+    ) -> tuple[list[tuple[str, float]], Callable[[], StorageError]]:
+        """Count up to `wanted` new jobs in counter rows with room, each write etag-checked: the
+        row of each place taken (and the moment before its write), and what refuses those left
+        without one (QuotaExceeded, or ModifiedConcurrently when other processes kept winning
+        the race). A row with plenty of room gives spare places too."""
+        taken: list[tuple[str, float]] = []
+        fresh, corrected = False, False
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            rows = self._counter_rows.known(partition)
+            if rows is None:
+                rows, fresh = self._read_counters(partition), True
+            counted = sum(counter.jobs for counter in rows.values())
+            if len(taken) == wanted:
+                return taken, functools.partial(QuotaExceeded, counted)
+            if _unbalanced(rows, max_jobs):
+                if fresh:  # else look again first
+                    self._balance(partition, rows, max_jobs)
+                self._counter_rows.forget(partition)
+                fresh = False
+                continue
+            row, room = _roomiest(rows, max_jobs)
+            if room == 0:
+                if not fresh:  # full as remembered: look again before refusing
+                    self._counter_rows.forget(partition)
+                    continue
+                if now is None or corrected or not self._correct_counts(partition, now):
+                    return taken, functools.partial(QuotaExceeded, counted)
+                corrected, fresh = True, False
+                continue
+            places = wanted - len(taken) if room is None else min(wanted - len(taken), room)
+            spare = SPARE_PLACES if _far_from_quota(rows, room, places, max_jobs) else 0
+            counter = rows.get(row, Counter(0, None))
+            since = time.monotonic()
+            try:
+                self._write_counter(partition, row, counter, counter.jobs + places + spare)
+            except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
+                self._counter_rows.forget(partition)  # someone else wrote it: read them again
+                fresh = False
+                continue
+            taken += [(row, since)] * places
+            if spare and self._counter_rows.add_spares(partition, row, spare, since):
+                threading.Thread(
+                    target=self._give_back_spares, name="spare-places", daemon=True
+                ).start()
+        return taken, lambda: ModifiedConcurrently("job")
+
+    def _balance(self, partition: str, rows: dict[str, Counter], max_jobs: int | None) -> None:
+        """Spread the count anew so that no row counts more than its allotment while another
+        has room: the count of collections counted before allotments (eight rows, any row), or
+        of one whose quota was lowered. One etag-checked batch; a lost race changes nothing."""
+        left = sum(counter.jobs for counter in rows.values())
+        spread: dict[str, int] = {}
+        for row in _COUNTER_ROWS:
+            spread[row] = min(left, _allotment(row, max_jobs) or 0)
+            left -= spread[row]
+        spread[_COUNTER_ROWS[0]] += left  # over the quota: no row has room
+        spread |= {row: 0 for row in rows if row not in spread}
+        changes: list[Any] = []
+        for row, jobs in spread.items():
+            counter = rows.get(row, Counter(0, None))
+            if jobs == counter.jobs:
+                continue
+            entity = {"PartitionKey": partition, "RowKey": row, "Jobs": jobs}
+            if counter.etag is None:
+                changes.append(("create", entity))
+            else:
+                mode = {"mode": UpdateMode.REPLACE, **_unchanged_since(counter.etag)}
+                changes.append(("update", entity, mode))
+        with contextlib.suppress(TableTransactionError):
+            self._jobs.table.submit_transaction(changes)
+
+    def _give_back_spares(self) -> None:
+        """Until no spare place is left: give back those unused for SPARES_KEPT_FOR_S."""
+        while True:
+            time.sleep(self._spares_kept_for_s / 2)
+            expired = self._counter_rows.expired(time.monotonic(), self._spares_kept_for_s)
+            if expired is None:
+                return
+            by_row: dict[tuple[str, str], list[float]] = {}
+            for partition, row, since in expired:
+                by_row.setdefault((partition, row), []).append(since)
+            for (partition, row), taken in by_row.items():
+                with contextlib.suppress(Exception):  # else lost until a recount
+                    self._uncount(partition, row, min(taken), places=len(taken))
+                for _ in taken:
+                    self._counter_rows.returned(partition, row)
+
+    def _uncount(self, partition: str, row: str, since: float, places: int = 1) -> None:
+        """Give back places that no job uses (taken by a write made at `since`, monotonic),
+        unless a recount may already have taken them back."""
+        if time.monotonic() - since > GIVE_BACK_WITHIN_S:
+            return
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            counter = (self._counter_rows.known(partition) or {}).get(row)
+            if counter is None or counter.etag is None:
+                counter = self._read_counters(partition).get(row, Counter(0, None))
+            if counter.jobs <= 0:
+                return
+            try:
+                self._write_counter(partition, row, counter, max(counter.jobs - places, 0))
+                return
+            except (ResourceModifiedError, ResourceNotFoundError):
+                self._counter_rows.forget(partition)
+        raise ModifiedConcurrently("job")
+
+    def _write_counter(self, partition: str, row: str, counter: Counter, jobs: int) -> None:
+        """Set a counter row to `jobs` if it is still as `counter` read it (created if it was
+        absent); what it now holds is remembered."""
+        entity = {"PartitionKey": partition, "RowKey": row, "Jobs": jobs}
+        if counter.etag is None:
+            metadata = self._jobs.table.create_entity(entity)
+        else:
+            metadata = self._jobs.table.update_entity(
+                entity, mode=UpdateMode.REPLACE, **_unchanged_since(counter.etag)
+            )
+        self._counter_rows.note(partition, row, Counter(jobs, metadata["etag"]))
+
+    def _correct_counts(self, partition: str, now: datetime) -> bool:
+        """Lower counter rows that count more jobs than the collection holds, which a creator's
+        crash between counting and inserting leaves behind; only rows that nobody has written
+        for COUNTERS_QUIET_FOR, so that no insert can still be on its way. Whether it did."""
+        counters = self._read_counters(partition)
+        quiet_since = now - COUNTERS_QUIET_FOR
+        if any(c.written_at is None or c.written_at > quiet_since for c in counters.values()):
+            return False
+        excess = sum(c.jobs for c in counters.values()) - self._number_of_jobs(partition)
+        corrections: list[Any] = []
+        for row, counter in sorted(counters.items(), key=lambda item: -item[1].jobs):
+            if excess <= 0 or counter.etag is None:  # every row read has an etag
+                break
+            lowered = max(counter.jobs - excess, 0)
+            excess -= counter.jobs - lowered
+            entity = {"PartitionKey": partition, "RowKey": row, "Jobs": lowered}
+            corrections.append(
+                ("update", entity, {"mode": UpdateMode.REPLACE, **_unchanged_since(counter.etag)})
+            )
+        self._counter_rows.forget(partition)
+        if not corrections:
+            return False
+        try:
+            self._jobs.table.submit_transaction(corrections)
+        except TableTransactionError:
+            return False  # a counter row changed meanwhile: it was not quiet after all
+        return True
+
+    def _number_of_jobs(self, partition: str) -> int:
+        keys = self._jobs.table.query_entities(
+            "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history",
+            parameters={"pk": partition, "counters": _AFTER_COUNTERS, "history": _HISTORY_MARK},
+            select=["RowKey"],
+        )
+        return sum(1 for _ in keys)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
-        """Delete a job and its history."""
+        """Delete a job and its history; the job and its count go in one transaction."""
+        partition = job_partition(job)
         for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             slot = self.job_slot(job, counted=True)
             preconditions.check(slot.current)
             if slot.current is None:
                 return False
+            row, lowered = _uncounted(partition, slot.counters, slot.spares)
             try:
-                self._jobs.table.submit_transaction(
+                results = self._jobs.table.submit_transaction(
                     [
                         ("delete", _keys_of(slot.current), _unchanged_since(slot.current.etag)),
-                        _count_change(job, slot, -1),
+                        lowered,
                     ]
                 )
             except TableTransactionError:
+                self._counter_rows.forget(partition)
                 continue
+            self._counter_rows.note(partition, row, Counter(lowered[1]["Jobs"], results[1]["etag"]))
             self._delete_history(job)
             return True
         raise ModifiedConcurrently("job")
@@ -577,21 +970,72 @@ def _job_columns(document: JobDocument) -> dict[str, str]:
     return {"State": document.state.value, "Document": _json(document.to_json())}
 
 
-def _count_change(job: JobId, slot: JobSlot, change: int) -> tuple[Any, ...]:
-    """The batch operation that moves the collection's job count by `change`.
+def _allotment(row: str, max_jobs: int | None) -> int | None:
+    """The share of `max_jobs` that a counter row may count (None: no limit). The shares add up
+    to `max_jobs`; rows of stripes that no longer exist have none."""
+    stripe = row.removeprefix(COUNTER_PREFIX)
+    if not stripe.isdigit() or int(stripe) >= COUNTER_SHARDS:
+        return 0
+    if max_jobs is None:
+        return None
+    return max_jobs // COUNTER_SHARDS + (1 if int(stripe) < max_jobs % COUNTER_SHARDS else 0)
 
-    A job is counted in the shard its name picks; a deletion takes from that shard, or from any
-    shard that still counts something (jobs made before a shard filled up elsewhere).
-    """
-    own = f"{COUNTER_PREFIX}{zlib.crc32(job_row(job).encode()) % COUNTER_SHARDS}"
-    row = own
-    if change < 0 and slot.shards.get(own, (0, ""))[0] <= 0:
-        row = next((name for name, (jobs, _) in slot.shards.items() if jobs > 0), own)
-    jobs, etag = slot.shards.get(row, (0, None))
-    counter = {"PartitionKey": job_partition(job), "RowKey": row, "Jobs": max(jobs + change, 0)}
-    if etag is None:
-        return ("create", counter)
-    return ("update", counter, {"mode": UpdateMode.REPLACE, **_unchanged_since(etag)})
+
+def _room(row: str, counter: Counter, max_jobs: int | None) -> int | None:
+    """How many more jobs a counter row may count (None: any number)."""
+    allotment = _allotment(row, max_jobs)
+    return None if allotment is None else max(allotment - counter.jobs, 0)
+
+
+def _roomiest(rows: dict[str, Counter], max_jobs: int | None) -> tuple[str, int | None]:
+    """A counter row with the most room, and its room: rows fill evenly, and creators of other
+    processes seldom want the same one (ties go to chance). Unlimited, one that counts the
+    fewest jobs."""
+    nothing = Counter(0, None)
+    if max_jobs is None:
+        fewest = min(rows.get(row, nothing).jobs for row in _COUNTER_ROWS)
+        ties = [row for row in _COUNTER_ROWS if rows.get(row, nothing).jobs == fewest]
+        return random.choice(ties), None
+    room = {row: _room(row, rows.get(row, nothing), max_jobs) or 0 for row in _COUNTER_ROWS}
+    most = max(room.values())
+    return random.choice([row for row, places in room.items() if places == most]), most
+
+
+def _far_from_quota(
+    rows: dict[str, Counter], room: int | None, places: int, max_jobs: int | None
+) -> bool:
+    """Whether a counter write of `places` in a row with `room` may take spares beside them."""
+    if max_jobs is None or room is None:
+        return True
+    counted = sum(counter.jobs for counter in rows.values()) + places + SPARE_PLACES
+    return room >= places + 2 * SPARE_PLACES and counted <= max_jobs - SPARE_HEADROOM
+
+
+def _unbalanced(rows: dict[str, Counter], max_jobs: int | None) -> bool:
+    """Whether a row counts more than its allotment while another has room: then the rows with
+    room do not tell how much room the collection has."""
+    if max_jobs is None:
+        return False
+    over = any(counter.jobs > (_allotment(row, max_jobs) or 0) for row, counter in rows.items())
+    return over and _roomiest(rows, max_jobs)[1] != 0
+
+
+def _uncounted(
+    partition: str, counters: dict[str, Counter], spares: dict[str, int]
+) -> tuple[str, tuple[Any, ...]]:
+    """The counter row a deletion takes its job from, and the batch operation that does: the row
+    that counts the most jobs (this process's spare places aside), which keeps the rows' room
+    even and never takes a spare place."""
+    row = max(
+        counters,
+        key=lambda name: counters[name].jobs - spares.get(name, 0),
+        default=_COUNTER_ROWS[0],
+    )
+    counter = counters.get(row, Counter(0, None))
+    entity = {"PartitionKey": partition, "RowKey": row, "Jobs": max(counter.jobs - 1, 0)}
+    if counter.etag is None:
+        return row, ("upsert", entity)
+    return row, ("update", entity, {"mode": UpdateMode.REPLACE, **_unchanged_since(counter.etag)})
 
 
 def _unchanged_since(etag: str) -> dict[str, Any]:
