@@ -408,20 +408,13 @@ def _occurrence_number(attempt: Attempt, document: JobDocument, run: Run) -> int
 
 
 def _postponed_entry(expected: datetime, ran_instead: datetime, now: datetime) -> dict[str, Any]:
-    return {
-        "startTime": iso(now),
-        "endTime": iso(now),
-        "expectedExecutionTime": iso(expected),
-        "actionName": ActionName.MAIN_ACTION.value,
-        "status": HistoryStatus.POSTPONED.value,
-        "message": (
-            "Postponed: at the expected time the job's previous occurrence was still running "
-            "(overlapPolicy Wait), or the service was down or behind; the job ran once, "
-            f"for the latest occurrence missed ({iso(ran_instead)}), instead."
-        ),
-        "retryCount": 0,
-        "repeatCount": 0,
-    }
+    return _not_run_entry(
+        expected,
+        "Postponed: at the expected time the job's previous occurrence was still running "
+        "(overlapPolicy Wait), or the service was down or behind; the job ran once, "
+        f"for the latest occurrence missed ({iso(ran_instead)}), instead.",
+        now,
+    )
 
 
 def _skipped_entry(
@@ -429,13 +422,17 @@ def _skipped_entry(
 ) -> dict[str, Any]:
     """The entry of an occurrence not run because another was still running: Postponed, as
     history has no other status for an occurrence not run, and the reason says why."""
+    return _not_run_entry(expected, f"Skipped: {reason} (overlapPolicy {policy.value}).", now)
+
+
+def _not_run_entry(expected: datetime, message: str, now: datetime) -> dict[str, Any]:
     return {
         "startTime": iso(now),
         "endTime": iso(now),
         "expectedExecutionTime": iso(expected),
         "actionName": ActionName.MAIN_ACTION.value,
         "status": HistoryStatus.POSTPONED.value,
-        "message": f"Skipped: {reason} (overlapPolicy {policy.value}).",
+        "message": message,
         "retryCount": 0,
         "repeatCount": 0,
     }
