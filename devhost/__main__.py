@@ -9,7 +9,9 @@ and the function key, and stops Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
-FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`).
+FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`);
+PYTHON_THREADPOOL_THREAD_COUNT (1 to 32) is how many plain functions each runs at once
+(`devhost.invocation`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from devhost import azurite, worker
+from devhost.invocation import sync_thread_count
 from devhost.processes import listen, run_workers, worker_process_count
 from shared.logs import quiet_third_party_loggers
 
@@ -134,6 +137,7 @@ def _load_local_settings() -> None:
 def _run_own_host(port: int, key: str) -> int:
     try:
         count = worker_process_count(os.environ)
+        sync_thread_count(os.environ)  # read by each worker; a wrong value stops the host now
     except ValueError as problem:
         print(problem, file=sys.stderr)
         return 1

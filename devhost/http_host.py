@@ -22,9 +22,7 @@ which of the workers answered.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
-import inspect
 import io
 import logging
 import os
@@ -38,6 +36,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import azure.functions as func
+
+from devhost.invocation import invoke
 
 log = logging.getLogger("devhost")
 
@@ -245,9 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
         )
         try:
-            response = function.call(**{function.argument: request})
-            if inspect.iscoroutine(response):  # what `async def` returns, all asyncio.run takes
-                response = asyncio.run(response)
+            response = invoke(function.call, **{function.argument: request})
         except Exception:
             # The Functions host answers an unhandled exception with a bare 500.
             log.exception("function %s failed", function.name)

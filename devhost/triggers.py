@@ -14,12 +14,9 @@ after one that was not full.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextlib
-import functools
-import inspect
 import logging
 import os
 import re
@@ -38,25 +35,12 @@ from azure.storage.queue import QueueClient
 from azure.storage.queue import QueueMessage as StoredMessage
 from croniter import croniter
 
+from devhost.invocation import invoke
+from shared.storage.clients import queue_from_connection_string
+
 log = logging.getLogger("devhost.triggers")
 PAST_DUE_AFTER = timedelta(seconds=1)
 FIRST_POLL_S = 0.1
-
-
-def invoke(function: Callable[..., Any], **arguments: Any) -> Any:
-    """Call a function as the Python worker does: an `async def` one on the worker's one event
-    loop (its waits hold no thread), a plain one in the calling thread."""
-    result = function(**arguments)
-    if inspect.iscoroutine(result):
-        return asyncio.run_coroutine_threadsafe(result, _event_loop()).result()
-    return result
-
-
-@functools.cache
-def _event_loop() -> asyncio.AbstractEventLoop:
-    loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, name="worker-event-loop", daemon=True).start()
-    return loop
 
 
 def triggers_of(
@@ -226,11 +210,10 @@ class QueueTrigger:
         self._function, self._argument, self._settings = function, argument, settings
         self.name = name
         self._queue_name = resolve_setting(queue_name)
-        self._queue = QueueClient.from_connection_string(
-            connection_string, self._queue_name, **client_options
-        )
-        self._poison = QueueClient.from_connection_string(
-            connection_string, f"{self._queue_name}-poison", **client_options
+        self._queue, self._poison = (
+            # Reading the proxy settings once, as the app's clients do: the host polls often.
+            queue_from_connection_string(connection_string, name, **client_options)
+            for name in (self._queue_name, f"{self._queue_name}-poison")
         )
         self._stop = threading.Event()
         self._running = 0

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import trustme
 from azure.core.credentials import AccessToken
-from azure.core.exceptions import ClientAuthenticationError
+from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 
 from devhost import azurite
@@ -139,3 +142,43 @@ def test_a_connection_string_builds_the_same_clients_for_azurite(storage: str) -
     queue.create_queue()
     queue.send_message("attempt")
     assert [m.content for m in queue.receive_messages()] == ["attempt"]
+
+
+def test_proxy_settings_count_as_they_were_when_the_clients_were_built(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clients read HTTP_PROXY and NO_PROXY once, when built, not on every call."""
+    settings = Settings.from_environment({STORAGE: storage})
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    nowhere = f"http://127.0.0.1:{azurite.free_port()}"  # a proxy that is not there
+    built_before = queue_client(settings, "proxy-read-once", retry_total=0)
+
+    monkeypatch.setenv("HTTP_PROXY", nowhere)
+    built_after = queue_client(settings, "proxy-read-once", retry_total=0)
+    with pytest.raises(ServiceRequestError):
+        built_after.create_queue()  # through the proxy named when it was built
+    built_before.create_queue()  # it was built without one, and stays so
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    exempt = queue_client(settings, "proxy-read-once", retry_total=0)
+    exempt.send_message("attempt")  # NO_PROXY counts too
+
+
+def test_calls_from_many_threads_at_once_keep_their_connections(storage: str, caplog: pytest.LogCaptureFixture) -> None:
+    """More calls under way than requests' default pool of 10 connections: none is closed and
+    opened again for it."""
+    queue = queue_client(Settings.from_environment({STORAGE: storage}), "many-threads")
+    queue.create_queue()
+    start = threading.Barrier(24)
+
+    def sender(number: int) -> None:
+        start.wait(timeout=10)
+        for n in range(10):
+            queue.send_message(f"{number}-{n}")
+
+    with (
+        caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"),
+        ThreadPoolExecutor(24) as pool,
+    ):
+        list(pool.map(sender, range(24)))
+    assert queue.get_queue_properties().approximate_message_count == 240
+    assert not [record.getMessage() for record in caplog.records if "pool is full" in record.getMessage()]
