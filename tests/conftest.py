@@ -25,6 +25,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from devhost import azurite
+from tests.pipeline import Pipeline
+from tests.targets import Target
 
 if TYPE_CHECKING:
     from tests.amqp_broker import AmqpBroker
@@ -69,6 +71,21 @@ def storage() -> Iterator[str]:
     emulator = azurite.start()
     yield emulator.connection_string
     emulator.stop()
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[Target]:
+    """An HTTP target of the module's own (tests/targets.py); a module whose target must answer
+    a certain way from the start defines its own."""
+    server = Target()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pipeline(storage: str) -> Pipeline:
+    """The app's timer, queue and executor on the session's Azurite, with a clock of its own."""
+    return Pipeline(storage)
 
 
 @pytest.fixture(scope="session")

@@ -29,18 +29,6 @@ BUSY = "Http Action - Response from host '127.0.0.1': '503 Service Unavailable' 
 OK = "Http Action - Response from host '127.0.0.1': '200 OK' Body: done"
 
 
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def pipeline(storage: str) -> Pipeline:
-    return Pipeline(storage)
-
-
 @pytest.fixture(autouse=True)
 def third_party_levels_restored() -> Iterator[None]:
     """Leave the libraries' loggers as the test found them (building services quiets them)."""

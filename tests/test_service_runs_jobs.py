@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import pytest
 
 from shared.domain.wire import parse_iso
 from tests.api.test_jobs import job_path, new_collection
@@ -16,13 +14,6 @@ from tests.targets import Target
 
 # The executor needs a moment after the target answers to write the history.
 SETTLE_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
 
 
 def job_calling(target: Target, path: str, **properties: Any) -> dict[str, Any]:

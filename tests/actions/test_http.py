@@ -40,13 +40,6 @@ def ca_file(authority: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
 def tls_target(authority: trustme.CA) -> Iterator[Target]:
     """An HTTPS server that accepts only clients with a certificate from `authority`."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

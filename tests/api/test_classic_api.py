@@ -316,13 +316,6 @@ def test_jobs_beyond_the_legacy_client_patch_list_filter_and_history(classic: ht
 # --- execution ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
-
-
 def classic_request(pipeline: Pipeline, method: str, job: str, body: Any = None, **query: str) -> ApiRequest:
     collection = pipeline.collection
     return ApiRequest(

@@ -5,23 +5,13 @@ clock."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from datetime import timedelta
-
-import pytest
 
 from shared.domain.attempts import Attempt
 from shared.domain.decisions import RETRY_JITTER, retry_wait
 from shared.domain.wire import parse_iso
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
 
 
 def test_a_failing_target_is_retried_at_doubling_intervals_up_to_the_maximum(

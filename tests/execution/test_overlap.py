@@ -4,12 +4,9 @@ with messages handled side by side as the Functions host handles them, on the te
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
-
-import pytest
 
 from shared.domain.wire import iso, parse_iso
 from tests.pipeline import START, Pipeline
@@ -17,18 +14,6 @@ from tests.targets import HeldAnswer, Target
 
 MINUTE = timedelta(minutes=1)
 HOLD_S = 4.0  # under the pipeline's 5-second action timeout: a request never released still ends
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def pipeline(storage: str) -> Pipeline:
-    return Pipeline(storage)
 
 
 class SideBySide:

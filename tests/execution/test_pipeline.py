@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -24,18 +23,6 @@ from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
 MINUTE = timedelta(minutes=1)
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[Target]:
-    server = Target()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def pipeline(storage: str) -> Pipeline:
-    return Pipeline(storage)
 
 
 def http(target: Target, path: str, **request: Any) -> dict[str, Any]:
