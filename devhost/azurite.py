@@ -25,7 +25,9 @@ ACCOUNT_KEY = (
 # Azurite's standard ports (blob, queue, table), which `UseDevelopmentStorage=true` and Azure
 # Storage Explorer's "Emulator" connection assume.
 STANDARD_PORTS = (10000, 10001, 10002)
-STARTUP_TIMEOUT_S = 20.0
+# Usually 1-2 s; the first start after a machine boots, with Node's files not yet cached, once
+# took over 20 s here.
+STARTUP_TIMEOUT_S = 60.0
 
 
 @dataclass

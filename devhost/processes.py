@@ -4,8 +4,9 @@ FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10, default 1) is how many Python worker pr
 instance of the Functions host starts; Azure runs many instances besides. The local host honours
 it the same way, so that nothing that works here relies on sharing one process: with more than
 one, this process starts that many workers (`python -m devhost.worker`), each of which loads
-function_app, serves HTTP and polls the queues for itself. Worker 0 alone runs the timers, as in
-Azure a timer fires on one instance at a time.
+function_app and serves HTTP. This process polls the queues and hands each message to the next
+worker in turn, as the Functions host hands invocations to its workers (`handoff`). Worker 0
+alone runs the timers, as in Azure a timer fires on one instance at a time.
 
 HTTP: this process opens the listening socket and every worker inherits it; each new connection
 goes to whichever worker accepts it first (the pre-fork model of gunicorn and nginx). A worker
@@ -23,6 +24,7 @@ host, with an error (the Functions host would start another; here the failure sh
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -33,6 +35,9 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
+
+from devhost.handoff import HandOff
+from devhost.triggers import QueueSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_PROCESS_COUNT = "FUNCTIONS_WORKER_PROCESS_COUNT"
@@ -66,13 +71,23 @@ def listen(port: int) -> socket.socket:
 
 
 def run_workers(listener: socket.socket, count: int, key: str) -> int:
-    """Start `count` workers on `listener` and wait for them; 0 once stopped by a signal, 1 if
-    a worker stopped on its own."""
+    """Start `count` workers on `listener`, hand them the queues' messages and wait for them; 0
+    once stopped by a signal, 1 if a worker stopped on its own."""
     parent_end, worker_end = _pipe()
     environment = os.environ | {"SCHEDULER_FUNCTION_KEY": key}
-    workers = [_start_worker(index, listener, worker_end, environment) for index in range(count)]
+    channels = [socket.socketpair() for _ in range(count)]
+    workers = [
+        _start_worker(index, listener, worker_end, theirs, environment)
+        for index, (_, theirs) in enumerate(channels)
+    ]
     os.close(worker_end)  # the workers' copies are the only ones left
+    for _, theirs in channels:
+        theirs.close()
     log.info("%d worker processes: %s", count, ", ".join(str(w.pid) for w in workers))
+    hand_off = HandOff(
+        [ours for ours, _ in channels], os.environ["AzureWebJobsStorage"], _queue_settings()
+    )
+    threading.Thread(target=hand_off.run, name="hand-off", daemon=True).start()
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -87,6 +102,7 @@ def run_workers(listener: socket.socket, count: int, key: str) -> int:
             log.error("worker process %d stopped on its own: stopping the host", ended[0].pid)
             failed = True
             break
+    hand_off.stop()  # nothing more is handed over, and then the workers are told to stop
     for worker in workers:
         if worker.poll() is None:
             worker.send_signal(signal.SIGTERM)
@@ -97,20 +113,32 @@ def run_workers(listener: socket.socket, count: int, key: str) -> int:
             log.error("worker process %d did not stop: killed", worker.pid)
             worker.kill()
             worker.wait()
+    for ours, _ in channels:
+        ours.close()
     os.close(parent_end)
     return 1 if failed else 0
 
 
+def _queue_settings() -> QueueSettings:
+    """host.json's queue settings: they are the instance's, so this process applies them."""
+    extensions = json.loads((ROOT / "host.json").read_text()).get("extensions", {})
+    return QueueSettings.from_host_json(extensions.get("queues", {}))
+
+
 def _start_worker(
-    index: int, listener: socket.socket, pipe: int, environment: dict[str, str]
+    index: int,
+    listener: socket.socket,
+    pipe: int,
+    channel: socket.socket,
+    environment: dict[str, str],
 ) -> subprocess.Popen[bytes]:
     arguments = ["--index", str(index), "--listener", str(listener.fileno()),
-                 "--parent-pipe", str(pipe)]  # fmt: skip
+                 "--parent-pipe", str(pipe), "--host-channel", str(channel.fileno())]  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-m", "devhost.worker", *arguments],
         cwd=ROOT,
         env=environment,
-        pass_fds=(listener.fileno(), pipe),
+        pass_fds=(listener.fileno(), pipe, channel.fileno()),
     )
 
 

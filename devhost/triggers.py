@@ -175,6 +175,12 @@ class QueueSettings:
     # host holds 10 minutes; a shorter hold brings a crashed run's messages back sooner.
     lease: timedelta = timedelta(seconds=30)
 
+    @property
+    def most_in_flight(self) -> int:
+        """How many of a queue's messages can be running at once: a new batch is fetched while
+        no more than newBatchThreshold are."""
+        return self.batch_size + self.new_batch_threshold
+
     @classmethod
     def from_host_json(cls, queues: dict[str, Any]) -> QueueSettings:
         def span(value: str | None, default: timedelta) -> timedelta:
@@ -194,7 +200,8 @@ class QueueSettings:
 
 
 class QueueTrigger:
-    """Runs one queue function on the messages of its queue."""
+    """Runs one queue function on the messages of its queue: `run` polls the queue and runs them
+    here; `handle` runs one message that the host process fetched and handed to this worker."""
 
     def __init__(
         self,
@@ -207,58 +214,35 @@ class QueueTrigger:
         name: str = "queue",
         **client_options: Any,
     ) -> None:
-        self._function, self._argument, self._settings = function, argument, settings
+        self._function, self._argument, self.settings = function, argument, settings
         self.name = name
-        self._queue_name = resolve_setting(queue_name)
+        self.queue_name = resolve_setting(queue_name)
         self._queue, self._poison = (
             # Reading the proxy settings once, as the app's clients do: the host polls often.
             queue_from_connection_string(connection_string, name, **client_options)
-            for name in (self._queue_name, f"{self._queue_name}-poison")
+            for name in (self.queue_name, f"{self.queue_name}-poison")
         )
-        self._stop = threading.Event()
-        self._running = 0
-        self._lock = threading.Lock()
+        self._poller = QueuePoller(self._queue, self._poison, settings)
 
     def run(self) -> None:
         """Poll and run until stopped."""
-        for queue in (self._queue, self._poison):
-            with contextlib.suppress(ResourceExistsError):
-                queue.create_queue()
-        pause = FIRST_POLL_S
-        limit = self._settings.max_polling_interval.total_seconds()
-        workers = self._settings.batch_size + self._settings.new_batch_threshold
-        with ThreadPoolExecutor(workers, thread_name_prefix=f"queue-{self._queue_name}") as pool:
-            while not self._stop.is_set():
-                with self._lock:
-                    room = self._running <= self._settings.new_batch_threshold
-                batch = self._receive() if room else []
-                for message in batch:
-                    with self._lock:
-                        self._running += 1
-                    pool.submit(self._handle, message)
-                if batch:
-                    pause = FIRST_POLL_S
-                    if len(batch) < self._settings.batch_size:
-                        self._stop.wait(FIRST_POLL_S)
-                    continue
-                self._stop.wait(pause if room else FIRST_POLL_S / 4)
-                pause = min(pause * 2, limit) if room else pause
+        with ThreadPoolExecutor(
+            self.settings.most_in_flight, thread_name_prefix=f"queue-{self.queue_name}"
+        ) as pool:
+            self._poller.run(lambda stored, done: pool.submit(self._handle_then, stored, done))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._poller.stop()
 
-    def _receive(self) -> list[StoredMessage]:
+    def _handle_then(self, stored: StoredMessage, done: Callable[[], None]) -> None:
         try:
-            pages = self._queue.receive_messages(
-                messages_per_page=self._settings.batch_size,
-                visibility_timeout=int(self._settings.lease.total_seconds()),
-            )
-            return list(next(pages.by_page(), []))
-        except Exception:
-            log.exception("receiving from %s failed", self._queue_name)
-            return []
+            self.handle(stored)
+        finally:
+            done()
 
-    def _handle(self, stored: StoredMessage) -> None:
+    def handle(self, stored: StoredMessage) -> None:
+        """Run the function on one received message, then delete it, or give it back (to the
+        poison queue after maxDequeueCount tries) if the function failed."""
         started, outcome = time.monotonic(), "Failed"
         try:
             message = QueueMessage(
@@ -269,7 +253,7 @@ class QueueTrigger:
                 expiration_time=stored.expires_on,
                 pop_receipt=stored.pop_receipt,
             )
-            lease = _Lease(self._queue, stored, self._settings.lease)
+            lease = _Lease(self._queue, stored, self.settings.lease)
             try:
                 invoke(self._function, **{self._argument: message})
             finally:
@@ -281,8 +265,6 @@ class QueueTrigger:
             self._queue.delete_message(stored)
             outcome = "Succeeded"
         finally:
-            with self._lock:
-                self._running -= 1
             # The Functions host's line for each run, in its words.
             log.info(
                 "Executed 'Functions.%s' (%s, Id=%s, Duration=%.0fms)",
@@ -290,7 +272,7 @@ class QueueTrigger:
             )  # fmt: skip
 
     def _body(self, content: str) -> bytes:
-        if not self._settings.base64:
+        if not self.settings.base64:
             return content.encode()
         try:
             return base64.b64decode(content, validate=True)
@@ -298,14 +280,66 @@ class QueueTrigger:
             raise ValueError("the message is not base64, as messageEncoding requires") from None
 
     def _failed(self, stored: StoredMessage) -> None:
-        if (stored.dequeue_count or 0) >= self._settings.max_dequeue_count:
+        if (stored.dequeue_count or 0) >= self.settings.max_dequeue_count:
             self._poison.send_message(stored.content)
             self._queue.delete_message(stored)
-            log.warning("message %s moved to %s-poison", stored.id, self._queue_name)
+            log.warning("message %s moved to %s-poison", stored.id, self.queue_name)
             return
         self._queue.update_message(
-            stored, visibility_timeout=int(self._settings.visibility_timeout.total_seconds())
+            stored, visibility_timeout=int(self.settings.visibility_timeout.total_seconds())
         )
+
+
+class QueuePoller:
+    """Fetches a queue's messages as the Functions host's queue listener does, and hands each
+    on (`hand_off(message, done)`; `done()` once its run has ended, however it ended)."""
+
+    def __init__(self, queue: QueueClient, poison: QueueClient, settings: QueueSettings) -> None:
+        self._queue, self._poison, self._settings = queue, poison, settings
+        self._stop = threading.Event()
+        self._running = 0
+        self._lock = threading.Lock()
+
+    def run(self, hand_off: Callable[[StoredMessage, Callable[[], None]], object]) -> None:
+        """Poll and hand on until stopped."""
+        for queue in (self._queue, self._poison):
+            with contextlib.suppress(ResourceExistsError):
+                queue.create_queue()
+        pause = FIRST_POLL_S
+        limit = self._settings.max_polling_interval.total_seconds()
+        while not self._stop.is_set():
+            with self._lock:
+                room = self._running <= self._settings.new_batch_threshold
+            batch = self._receive() if room else []
+            for message in batch:
+                with self._lock:
+                    self._running += 1
+                hand_off(message, self._done)
+            if batch:
+                pause = FIRST_POLL_S
+                if len(batch) < self._settings.batch_size:
+                    self._stop.wait(FIRST_POLL_S)
+                continue
+            self._stop.wait(pause if room else FIRST_POLL_S / 4)
+            pause = min(pause * 2, limit) if room else pause
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _done(self) -> None:
+        with self._lock:
+            self._running -= 1
+
+    def _receive(self) -> list[StoredMessage]:
+        try:
+            pages = self._queue.receive_messages(
+                messages_per_page=self._settings.batch_size,
+                visibility_timeout=int(self._settings.lease.total_seconds()),
+            )
+            return list(next(pages.by_page(), []))
+        except Exception:
+            log.exception("receiving from %s failed", self._queue.queue_name)
+            return []
 
 
 class _Lease:

@@ -1,7 +1,8 @@
 """One worker process of the local host: it loads function_app and runs what the app declares.
 
-Every worker serves HTTP on the listening socket it is given and runs every queue trigger, polling
-the queue itself, as each Python worker of a Functions host instance does. Only the worker told
+Every worker serves HTTP on the listening socket it is given and runs the queue functions on the
+messages its host process hands it (`handoff`), as each Python worker of a Functions host
+instance does; a host that is its own one worker polls the queues itself. Only the worker told
 to (`runs_timers`) runs the timers: in Azure a timer fires on one instance at a time (a blob
 lease), and the local host gives them to worker 0.
 
@@ -25,8 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from devhost.handoff import WorkerFeed
 from devhost.http_host import FunctionsHttpServer, http_functions
-from devhost.triggers import TimerTrigger, triggers_of
+from devhost.triggers import QueueTrigger, TimerTrigger, triggers_of
 from shared.logs import quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,10 +42,11 @@ def serve(
     runs_timers: bool,
     on_ready: Callable[[], None] | None = None,
     parent_gone: int | None = None,
+    host_channel: socket.socket | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT (or until `parent_gone`, a pipe's read end, reaches its
     end: the parent died without stopping this worker). `on_ready` is called once requests are
-    served.
+    served. Queue messages come from `host_channel` if given; otherwise this worker polls.
     """
     sys.path.insert(0, str(ROOT))
     import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
@@ -55,13 +58,13 @@ def serve(
         listener.getsockname()[:2], http_functions(functions, route_prefix), keys=[key],
         listener=listener,
     )  # fmt: skip
-    runners = [
-        runner
-        for runner in triggers_of(
-            functions, extensions.get("queues", {}), os.environ["AzureWebJobsStorage"]
-        )
-        if runs_timers or not isinstance(runner, TimerTrigger)
-    ]
+    triggers = triggers_of(
+        functions, extensions.get("queues", {}), os.environ["AzureWebJobsStorage"]
+    )
+    timers = [runner for runner in triggers if isinstance(runner, TimerTrigger)]
+    queues = [runner for runner in triggers if isinstance(runner, QueueTrigger)]
+    runners: list[TimerTrigger | QueueTrigger | WorkerFeed] = [*timers] if runs_timers else []
+    runners += queues if host_channel is None else [WorkerFeed(host_channel, queues)]
     threads = [
         threading.Thread(target=runner.run, name=type(runner).__name__, daemon=True)
         for runner in runners
@@ -106,6 +109,9 @@ def _arguments() -> argparse.ArgumentParser:
     parser.add_argument("--index", type=int, required=True, help="this worker's number, from 0")
     parser.add_argument("--listener", type=int, required=True, help="the listening socket's fd")
     parser.add_argument("--parent-pipe", type=int, required=True, help="read end of a pipe")
+    parser.add_argument(
+        "--host-channel", type=int, required=True, help="socket to the host, for queue messages"
+    )
     return parser
 
 
@@ -120,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     # The key comes through the environment, never the command line, which `ps` shows anyone.
     key = os.environ["SCHEDULER_FUNCTION_KEY"]
     listener = socket.socket(fileno=options.listener)
-    return serve(listener, key, runs_timers=options.index == 0, parent_gone=options.parent_pipe)
+    return serve(
+        listener,
+        key,
+        runs_timers=options.index == 0,
+        parent_gone=options.parent_pipe,
+        host_channel=socket.socket(fileno=options.host_channel),
+    )
 
 
 if __name__ == "__main__":

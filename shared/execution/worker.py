@@ -57,9 +57,10 @@ log = logging.getLogger("scheduler.executor")
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 # Deliveries of grouped messages running at once, across messages. Each mostly waits (for
-# storage, its target, its follow-up's message); 128 and 256 ran no faster here, and 256 held
-# more memory (bench/results/pipeline.md, README).
-GROUP_THREADS = 64
+# storage, its target, the others' start before it records, its follow-up's message), about a
+# second under load. With 64, one worker process at 80/s had p99 lateness 828 ms and topped out
+# at 90/s; with 128, 265 ms and 100/s (bench/results/pipeline.md).
+GROUP_THREADS = 128
 
 
 # When many jobs fall due in the same instant, recording the outcomes of those already done

@@ -134,7 +134,7 @@ def test_two_workers_share_requests_queue_and_tables_with_one_timer_and_stop_tog
 
     # One-off jobs, in rounds of 8 due at distinct moments over the next few seconds (some within
     # the queue's horizon, some through the due index and the timer), until both workers have run
-    # some of the queue's messages: which worker polls first is up to them.
+    # some of the queue's messages, which the host process hands them in turn.
     began = datetime.now(UTC)
     deadline = time.monotonic() + 20
     with ThreadPoolExecutor(8) as clients:

@@ -17,10 +17,10 @@ import pytest
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.ids import JobId
-from shared.execution.dispatch import Dispatcher
+from shared.domain.ids import CollectionId, JobId
+from shared.execution.dispatch import Dispatcher, together
 from shared.execution.fan_out import Budget, DueRange, FanOut, Share, is_range_message, share
-from shared.execution.messages import deliveries_of
+from shared.execution.messages import MOST_PER_MESSAGE, deliveries_of
 from shared.execution.timer import tick
 from shared.storage.due_index import BUCKET, DueRow, bucket_of, partitions_of, time_key
 from tests.pipeline import START, Pipeline
@@ -241,3 +241,18 @@ def test_a_range_failing_at_its_last_delivery_goes_back_on_the_queue_not_to_pois
 
 def _message_count(queue: QueueClient) -> int:
     return int(queue.get_queue_properties().approximate_message_count or 0)
+
+
+@pytest.mark.parametrize(
+    ("due_together", "sizes"),
+    [(1, [1]), (64, [64]), (65, [33, 32]), (80, [40, 40]), (129, [43, 43, 43])],
+)
+def test_a_second_that_needs_several_messages_gets_them_of_even_size(due_together: int, sizes: list[int]) -> None:
+    def due_at(due: datetime) -> Delivery:
+        return Delivery(JobId(CollectionId("sub", "rg", "jc"), "job"), START, Pending(Attempt(due), due))
+
+    deliveries = [due_at(START + timedelta(seconds=5)) for _ in range(due_together)]
+    apart = due_at(START + timedelta(seconds=9))
+    groups = together([*deliveries, apart], lambda delivery: delivery)
+    assert sorted(len(group) for group in groups) == sorted([*sizes, 1])
+    assert all(len(group) <= MOST_PER_MESSAGE for group in groups)
