@@ -20,8 +20,10 @@ from urllib3.util.retry import Retry
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
 
-# Connections each storage client keeps open: more than this process's threads that call
-# storage at once (the executor's 32, the HTTP functions', the timers').
+# Connections each storage client keeps open, against urllib3's "Connection pool is full" churn
+# when more threads call storage at once. The executor's delivery threads (128 since they ran out
+# at 64) can now outnumber it under load: the pipeline benchmark logged that warning again from
+# 130 executions/s on. Not raised yet, for want of a measurement.
 STORAGE_CONNECTIONS = 64
 
 

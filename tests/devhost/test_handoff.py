@@ -10,22 +10,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from azure.storage.queue import QueueClient
 
 from devhost.handoff import HandOff, WorkerFeed
-from devhost.triggers import QueueSettings, QueueTrigger
-from tests.devhost.test_triggers import send, until
-
-WAIT_S = 20.0
-SETTINGS = QueueSettings(
-    batch_size=4, new_batch_threshold=2, max_dequeue_count=3,
-    visibility_timeout=timedelta(0), max_polling_interval=timedelta(milliseconds=200),
-    lease=timedelta(seconds=5),
-)  # fmt: skip
+from devhost.triggers import QueueTrigger
+from tests.devhost.test_triggers import SETTINGS, WAIT_S, send, until
 
 
 @pytest.fixture
