@@ -25,13 +25,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue_sas
 
-from bench.http_target import QuietHandler
+from bench.http_target import QuietHandler, TargetServer
 from bench.schedule import machine
 from devhost import azurite
 from shared.execution.timer import tick
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     emulator = azurite.start()
     broker = AmqpBroker({KEY_NAME: KEY}, queues=["jobs"], topics=["events"]).start()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    server = TargetServer(("127.0.0.1", 0), _Ok)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     target = f"http://127.0.0.1:{server.server_port}/hook"
     results: dict[str, dict[str, float]] = {}

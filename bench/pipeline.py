@@ -45,14 +45,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from azure.storage.queue import QueueClient
 
 from bench.actions import cpu_seconds
-from bench.http_target import QuietHandler
+from bench.http_target import QuietHandler, TargetServer
 from bench.schedule import machine
 from devhost import azurite
 
@@ -88,8 +87,7 @@ def _serve_target(port_out: Any, log_path: str) -> None:
             self.end_headers()
             self.wfile.write(b"ok")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = TargetServer(("127.0.0.1", 0), Handler)
     port_out.send(server.server_address[1])
     server.serve_forever()
 

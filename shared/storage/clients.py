@@ -21,10 +21,10 @@ from urllib3.util.retry import Retry
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
 
 # Connections each storage client keeps open, against urllib3's "Connection pool is full" churn
-# when more threads call storage at once. The executor's delivery threads (128 since they ran out
-# at 64) can now outnumber it under load: the pipeline benchmark logged that warning again from
-# 130 executions/s on. Not raised yet, for want of a measurement.
-STORAGE_CONNECTIONS = 64
+# when more threads call storage at once: as many as the executor's delivery threads (128). At 64,
+# two worker processes at 125-140 executions/s logged that warning up to 700 times a minute, each
+# time closing a connection that a later call had to open again.
+STORAGE_CONNECTIONS = 128
 
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:

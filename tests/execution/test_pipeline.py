@@ -17,6 +17,7 @@ from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
 from shared.domain.wire import parse_iso
 from shared.execution.dispatch import Dispatcher
+from shared.execution.messages import MOST_PER_MESSAGE
 from shared.execution.worker import _SharedGateReads
 from shared.storage.store import Preconditions, Store
 from tests.pipeline import START, Pipeline
@@ -377,6 +378,22 @@ def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipelin
     assert sorted(len(m.get("deliveries", [m])) for m in messages) == [1, 8]
     grouped = next(m for m in messages if "deliveries" in m)
     assert sorted(d["job"]["job"] for d in grouped["deliveries"]) == [f"job-{n}" for n in range(8)]
+
+
+def test_follow_ups_of_one_second_that_fill_more_than_a_message_leave_in_messages_of_even_size(pipeline: Pipeline) -> None:
+    # A whole second to gather in, so that all 75 threads join one gathering on a busy machine.
+    gathering = Dispatcher(pipeline.queue, pipeline.index, horizon=timedelta(hours=1),
+                           coalesce=timedelta(seconds=1))  # fmt: skip
+    now = pipeline.clock()
+    due_together = MOST_PER_MESSAGE + 11  # once left as a full message and one of 11
+    same_second = [Delivery(JobId(pipeline.collection, f"job-{n}"), now, Pending(Attempt(now), now))
+                   for n in range(due_together)]  # fmt: skip
+    with ThreadPoolExecutor(due_together) as threads:
+        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
+    messages = pipeline.messages()
+    assert sorted(len(m["deliveries"]) for m in messages) == [37, 38]
+    sent = sorted(d["job"]["job"] for m in messages for d in m["deliveries"])
+    assert sent == sorted(f"job-{n}" for n in range(due_together))
 
 
 def _settled_and_answered(pipeline: Pipeline, target: Target, slow_s: float) -> tuple[float, float]:
