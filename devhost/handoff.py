@@ -35,8 +35,7 @@ from typing import Any
 
 from azure.storage.queue import QueueMessage as StoredMessage
 
-from devhost.triggers import QueuePoller, QueueSettings, QueueTrigger
-from shared.storage.clients import queue_from_connection_string
+from devhost.triggers import QueuePoller, QueueSettings, QueueTrigger, queue_clients
 
 log = logging.getLogger("devhost.handoff")
 
@@ -69,11 +68,9 @@ class HandOff:
                 return
         threads = []
         for function in self._announced or []:
-            queue, poison = (
-                queue_from_connection_string(self._connection_string, name)
-                for name in (function["queue"], f"{function['queue']}-poison")
+            poller = QueuePoller(
+                *queue_clients(self._connection_string, function["queue"]), self._settings
             )
-            poller = QueuePoller(queue, poison, self._settings)
             name = function["function"]
             with self._lock:
                 if self._stopped.is_set():

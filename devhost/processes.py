@@ -24,7 +24,6 @@ host, with an error (the Functions host would start another; here the failure sh
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -37,7 +36,7 @@ from pathlib import Path
 from types import FrameType
 
 from devhost.handoff import HandOff
-from devhost.triggers import QueueSettings
+from devhost.triggers import QueueSettings, host_extensions
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_PROCESS_COUNT = "FUNCTIONS_WORKER_PROCESS_COUNT"
@@ -121,8 +120,7 @@ def run_workers(listener: socket.socket, count: int, key: str) -> int:
 
 def _queue_settings() -> QueueSettings:
     """host.json's queue settings: they are the instance's, so this process applies them."""
-    extensions = json.loads((ROOT / "host.json").read_text()).get("extensions", {})
-    return QueueSettings.from_host_json(extensions.get("queues", {}))
+    return QueueSettings.from_host_json(host_extensions().get("queues", {}))
 
 
 def _start_worker(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import logging
 import os
 import re
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
@@ -161,6 +163,25 @@ class TimerTrigger:
             log.exception("timer function failed")
 
 
+HOST_JSON = Path(__file__).resolve().parent.parent / "host.json"
+
+
+def host_extensions() -> dict[str, Any]:
+    """The app's host.json `extensions` (`http`, `queues`, ...)."""
+    return dict(json.loads(HOST_JSON.read_text()).get("extensions", {}))
+
+
+def queue_clients(
+    connection_string: str, queue_name: str, **client_options: Any
+) -> tuple[QueueClient, QueueClient]:
+    """Clients of a queue and of its poison queue, `<queue>-poison` as the Functions host names
+    it. They read the proxy settings once, as the app's clients do: the host polls often."""
+    return (
+        queue_from_connection_string(connection_string, queue_name, **client_options),
+        queue_from_connection_string(connection_string, f"{queue_name}-poison", **client_options),
+    )
+
+
 @dataclass(frozen=True)
 class QueueSettings:
     """host.json `extensions.queues`, with the Functions host's defaults."""
@@ -217,10 +238,8 @@ class QueueTrigger:
         self._function, self._argument, self.settings = function, argument, settings
         self.name = name
         self.queue_name = resolve_setting(queue_name)
-        self._queue, self._poison = (
-            # Reading the proxy settings once, as the app's clients do: the host polls often.
-            queue_from_connection_string(connection_string, name, **client_options)
-            for name in (self.queue_name, f"{self.queue_name}-poison")
+        self._queue, self._poison = queue_clients(
+            connection_string, self.queue_name, **client_options
         )
         self._poller = QueuePoller(self._queue, self._poison, settings)
 

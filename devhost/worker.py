@@ -14,7 +14,6 @@ FUNCTIONS_WORKER_PROCESS_COUNT asks for more than one; with one, `python -m devh
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -28,7 +27,7 @@ from types import FrameType
 
 from devhost.handoff import WorkerFeed
 from devhost.http_host import FunctionsHttpServer, http_functions
-from devhost.triggers import QueueTrigger, TimerTrigger, triggers_of
+from devhost.triggers import QueueTrigger, TimerTrigger, host_extensions, triggers_of
 from shared.logs import quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +50,7 @@ def serve(
     sys.path.insert(0, str(ROOT))
     import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
 
-    extensions = json.loads((ROOT / "host.json").read_text()).get("extensions", {})
+    extensions = host_extensions()
     route_prefix = extensions.get("http", {}).get("routePrefix", "api")
     functions = function_app.app.get_functions()  # the library allows one call per app
     server = FunctionsHttpServer(
