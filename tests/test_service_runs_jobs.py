@@ -14,6 +14,10 @@ from tests.targets import Target
 
 # The executor needs a moment after the target answers to write the history.
 SETTLE_S = 5.0
+# "At once" and "on time" within this, on a CI machine busy with the rest of the suite: the queue
+# is polled every 0.5 s at most, and a call took 1.04 s there once. How late calls come under
+# load is the benchmarks' measure (bench/pipeline.py), not a test's.
+PROMPT_S = 3.0
 
 
 def job_calling(target: Target, path: str, **properties: Any) -> dict[str, Any]:
@@ -37,7 +41,7 @@ def test_run_now_calls_the_target_and_records_history(api: httpx.Client, target:
     asked = datetime.now(UTC)
     assert api.post(f"{job_path(collection, name)}/run").status_code == 200
     [call] = target.wait_for(f"/{name}")
-    assert call.at - asked < timedelta(seconds=1)
+    assert call.at - asked < timedelta(seconds=PROMPT_S)  # its own time is a day away
     assert call.headers["x-ms-scheduler-jobid"].endswith(f"/jobs/{name}")
     [entry] = history(api, collection, name, 1)
     assert (entry["status"], entry["actionName"]) == ("Completed", "MainAction")
@@ -65,7 +69,7 @@ def test_a_job_beyond_the_horizon_goes_through_the_timer_and_runs_on_time(api: h
     assert api.put(job_path(collection, name), json=body).status_code == 201
     [call] = target.wait_for(f"/{name}", timeout=15)
     assert parse_iso(call.headers["x-ms-scheduler-expected-execution-time"]) == start
-    assert timedelta(0) <= call.at - start < timedelta(seconds=1)
+    assert timedelta(0) <= call.at - start < timedelta(seconds=PROMPT_S)  # never early
 
 
 def test_a_job_deleted_before_its_time_never_runs(api: httpx.Client, target: Target) -> None:
