@@ -2,7 +2,8 @@
 
 Routes come from the app's own declarations (`app.get_functions()`, which may be called only
 once per app), under host.json's
-`extensions.http.routePrefix`; literal segments match in any case, as ASP.NET routing does.
+`extensions.http.routePrefix`; literal segments match in any case, as ASP.NET routing does,
+against the path decoded once (an encoded "/" stays inside its segment).
 Functions with authLevel function or admin need a key, sent as the `x-functions-key` header or
 the `code` query parameter; a missing or wrong key is a 401 with no body.
 
@@ -45,6 +46,7 @@ LARGEST_BODY = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 30.0
 WORKER_HEADER = "x-devhost-worker"  # the process id of the worker process that answered
 _PARAMETER = re.compile(r"^\{(\*?)([A-Za-z_][A-Za-z0-9_]*)\}$")
+_ENCODED_SLASH = re.compile("%2F", re.IGNORECASE)
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")  # beyond: answered 400, as Kestrel does
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # larger chunks would be over LARGEST_BODY anyway
 _CHUNKED = -1  # the length of a body sent in chunks, whose length is known only once read
@@ -104,6 +106,15 @@ def compile_route(template: str) -> tuple[re.Pattern[str], int]:
             parts.append(re.escape(segment))
             literals += 1
     return re.compile("/".join(parts), re.IGNORECASE), literals
+
+
+def _decoded(path: str) -> str:
+    """The path as routes see it: decoded once, as Kestrel does (so an old client's `%7E` or an
+    encoded letter in a literal still matches), except that an encoded "/" stays `%2F` inside
+    its segment. A "%" that decoding produced is written `%25` again, so that unquoting a route
+    parameter afterwards decodes each character exactly once."""
+    pieces = _ENCODED_SLASH.split(path)
+    return "%2F".join(unquote(piece).replace("%", "%25") for piece in pieces)
 
 
 class FunctionsHttpServer(ThreadingHTTPServer):
@@ -200,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         url = urlsplit(self.path)
-        path = url.path.strip("/")  # matched raw: an encoded "/" in a name stays inside its segment
+        path = _decoded(url.path.strip("/"))
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         try:
             length = self._announced_length()

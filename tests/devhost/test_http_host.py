@@ -95,6 +95,26 @@ def test_routes_match_under_the_prefix_with_literals_in_any_case(host: httpx.Cli
     }
 
 
+@pytest.mark.parametrize(
+    ("path", "thing"),
+    [
+        ("/api/things/a%7Eb/parts/x", "a~b"),  # how older Pythons send "~"
+        ("/api/th%69ngs/box/parts/x", "box"),  # an encoded letter in a literal segment
+        ("/api/things/50%2525/parts/x", "50%25"),  # decoded once, not twice
+        ("/api/things/a%2Fb/parts/x", "a/b"),  # an encoded "/" stays inside its segment
+        ("/api/things/caf%C3%A9/parts/x", "caf\u00e9"),
+    ],
+)
+def test_paths_are_decoded_once_before_routes_match(host: httpx.Client, path: str, thing: str) -> None:
+    response = host.get(path, headers={"x-functions-key": KEY})
+    assert response.status_code == 200
+    assert response.json()["route"] == {"thing": thing, "part": "x"}
+
+
+def test_an_encoded_slash_never_makes_a_segment(host: httpx.Client) -> None:
+    assert host.get("/api/things/a/parts%2Fspecial", headers={"x-functions-key": KEY}).status_code == 404
+
+
 def test_the_more_literal_route_wins(host: httpx.Client) -> None:
     response = host.get("/api/things/box/parts/special", headers={"x-functions-key": KEY})
     assert response.text == "special"
