@@ -156,15 +156,17 @@ class JobDocument:
     ) -> JobDocument:  # fmt: skip
         """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
         for its first occurrence if it is enabled. A new definition starts its schedule afresh;
-        the counts of what already ran (`previous`, the document it replaces) stay."""
-        status, last_attempt = JobStatus(), None
+        the counts of what already ran (`previous`, the document it replaces) stay, and so does
+        the count of its history entries, which outlive the redefinition."""
+        status, history_count, last_attempt = JobStatus(), 0, None
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)
-            last_attempt = previous.last_attempt
+            history_count, last_attempt = previous.history_count, previous.last_attempt
         retries = Retries.of(_retry_policy_of(definition), sku)
         document = cls(
-            definition, defined_at, retries, status, region=region, last_attempt=last_attempt
-        )
+            definition, defined_at, retries, status,
+            history_count=history_count, region=region, last_attempt=last_attempt,
+        )  # fmt: skip
         first = document.schedule.first if document.enabled else None
         return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
 

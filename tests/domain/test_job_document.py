@@ -76,9 +76,10 @@ def test_a_new_definition_waits_for_its_first_occurrence_and_keeps_the_counts_it
     assert [entry.due for entry in first.pending] == [T0]
     assert first.status.to_wire() == {"executionCount": 0, "failureCount": 0, "faultedCount": 0,
                                       "nextExecutionTime": "2026-11-24T09:00:00.25Z"}  # fmt: skip
-    ran = JobDocument(DEFINITION, T0, status=JobStatus(5, 1, 1, last_execution_time=T0))
+    ran = JobDocument(DEFINITION, T0, status=JobStatus(5, 1, 1, last_execution_time=T0), history_count=7)
     redefined = JobDocument.defined(DEFINITION, T0 + timedelta(hours=1), previous=ran)
     assert (redefined.status.execution_count, redefined.status.last_execution_time) == (5, T0)
+    assert redefined.history_count == 7  # its entries stay, and the clean-up must still see them
     assert redefined.occurrences == 0  # count restarts with the new definition
 
 
