@@ -23,19 +23,28 @@ class ClientPool(Generic[Client]):
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, open_client: Callable[[], Client]) -> Client:
-        """The client kept for `key`, opened (outside the lock: it may be slow) if there is none."""
+        """The client kept for `key`, opened (outside the lock: it may be slow) if there is none.
+        Of two threads that open one for the same key at once, the first to finish has its
+        client kept; the other closes its own, which nobody has used yet, and takes that one."""
         with self._lock:
-            client = self._clients.get(key)
-            if client is not None:
+            kept = self._clients.get(key)
+            if kept is not None:
                 self._clients.move_to_end(key)
-                return client
-        client = open_client()
+                return kept
+        opened = open_client()
+        evicted = None
         with self._lock:
-            self._clients[key] = client
-            evicted = self._clients.popitem(last=False)[1] if len(self) > self._most else None
+            kept = self._clients.get(key)
+            if kept is None:
+                self._clients[key] = opened
+                if len(self) > self._most:
+                    evicted = self._clients.popitem(last=False)[1]
+        if kept is not None:
+            opened.close()
+            return kept
         if evicted is not None:
             evicted.close()
-        return client
+        return opened
 
     def pop(self, key: Hashable) -> Client | None:
         """Take the client kept for `key` out of the pool (the caller closes it)."""
