@@ -16,7 +16,7 @@ import pytest
 
 SHARED = Path(__file__).parent.parent / "shared"
 DOMAIN = sorted(str(path.relative_to(SHARED)) for path in (SHARED / "domain").rglob("*.py"))
-LAYERS = {"domain": 0, "settings": 1, "logs": 1, "storage": 2, "actions": 2, "execution": 3, "services": 4, "api": 5, "console": 6}
+LAYERS = {"domain": 0, "settings": 1, "logs": 1, "transport": 1, "storage": 2, "actions": 2, "execution": 3, "services": 4, "api": 5, "console": 6}
 CLOCK_METHODS = {"now", "utcnow", "today", "time_ns", "monotonic", "perf_counter", "sleep"}
 IO_FUNCTIONS = {"open", "print", "input", "urlopen", "getenv"}
 PURE_PARTS = {"urllib.parse"}  # string handling only

@@ -29,6 +29,7 @@ from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import JobId
 from shared.domain.wire import iso
 from shared.settings import Settings
+from shared.transport import with_pooled_transport
 
 CONNECT_TIMEOUT_S = 10
 READ_TIMEOUT_S = 20
@@ -36,6 +37,9 @@ READ_TIMEOUT_S = 20
 # more between tries), so a send is over within about 90 s at worst.
 RETRIES = LinearRetry(backoff=2, random_jitter_range=1, retry_total=2)
 _MOST_CLIENTS = 64
+# Connections each queue's client keeps open (see shared/transport.py): as many as the executor's
+# delivery threads, which may all send to one queue at once.
+_CONNECTIONS = 128
 _SIGNATURE = re.compile(r"(sig=)[^&\s'\"]+", re.IGNORECASE)
 
 
@@ -95,15 +99,19 @@ class StorageQueueActions:
     def _client(self, account: str, queue: str, sas: str) -> QueueClient:
         return self._clients.get(
             (account.lower(), queue, sas),
-            lambda: QueueClient(
-                self._settings.queue_account_url(account),
-                queue,
-                credential=sas.lstrip("?"),
-                message_encode_policy=TextBase64EncodePolicy(),
-                connection_timeout=CONNECT_TIMEOUT_S,
-                read_timeout=self._timeout,
-                retry_policy=RETRIES,
-            ),
+            lambda: self._open(account, queue, sas),
+        )
+
+    def _open(self, account: str, queue: str, sas: str) -> QueueClient:
+        endpoint = self._settings.queue_account_url(account)
+        options = {"connection_timeout": CONNECT_TIMEOUT_S, "read_timeout": self._timeout}
+        return QueueClient(
+            endpoint,
+            queue,
+            credential=sas.lstrip("?"),
+            message_encode_policy=TextBase64EncodePolicy(),
+            retry_policy=RETRIES,
+            **with_pooled_transport(endpoint, options, _CONNECTIONS),
         )
 
 

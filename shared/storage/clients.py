@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import requests
 from azure.core.credentials import TokenCredential
-from azure.core.pipeline.transport import RequestsTransport
 from azure.data.tables import TableServiceClient
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.storage.queue import QueueClient
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
+from shared.transport import with_pooled_transport
 
-# Connections each storage client keeps open, against urllib3's "Connection pool is full" churn
-# when more threads call storage at once: as many as the executor's delivery threads (128). At 64,
-# two worker processes at 125-140 executions/s logged that warning up to 700 times a minute, each
-# time closing a connection that a later call had to open again.
+# Connections each storage client keeps open (see shared/transport.py): as many as the executor's
+# delivery threads (128), which may all call storage at once. At 64, two worker processes at
+# 125-140 executions/s logged "Connection pool is full" up to 700 times a minute, each time
+# closing a connection that a later call had to open again.
 STORAGE_CONNECTIONS = 128
 
 
@@ -73,38 +70,8 @@ def queue_from_connection_string(connection: str, queue: str, **options: Any) ->
 
 
 def with_storage_transport(endpoint: str, options: dict[str, Any]) -> dict[str, Any]:
-    """`options` with the transport the app's storage clients use, which differs from the SDK's
-    default in two ways.
-
-    It keeps up to STORAGE_CONNECTIONS connections open rather than requests' 10. The executor
-    alone calls storage from 32 threads; with more calls under way than the pool holds, each
-    connection beyond it is closed after one call, and the next call opens a new one (the
-    pipeline benchmark logged "Connection pool is full, discarding connection" about 10 times a
-    second at 70 executions/s, as lateness rose).
-
-    And it reads the environment once. By default requests looks up proxy settings (every
-    environment variable, twice) on each call: about a tenth of the CPU of a storage call here,
-    and more in the Functions host, whose environment is larger. The environment does not change
-    while the process runs, so what requests would take from it for `endpoint` is read now: its
-    proxies (NO_PROXY still counts) and a CA bundle (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) unless
-    the options name one.
-
-    The transport takes the client's options, as the SDK's own default transport does
-    (`connection_verify`, timeouts).
-    """
-    with requests.Session() as probe:  # what requests would take from the environment, once
-        environment = probe.merge_environment_settings(endpoint, {}, None, None, None)
-    if environment["verify"] is not True and "connection_verify" not in options:
-        options = {**options, "connection_verify": environment["verify"]}
-    session = requests.Session()
-    session.trust_env = False
-    # Retries are the SDK pipeline's, never urllib3's (as in the SDK's own transport).
-    no_retries = Retry(total=False, redirect=False, raise_on_status=False)
-    adapter = HTTPAdapter(pool_maxsize=STORAGE_CONNECTIONS, max_retries=no_retries)
-    for scheme in ("http://", "https://"):
-        session.mount(scheme, adapter)
-    transport = RequestsTransport(session=session, **options)  # the transport closes it
-    return {**options, "transport": transport, "proxies": environment["proxies"] or None}
+    """`options` with the transport of the app's storage clients."""
+    return with_pooled_transport(endpoint, options, STORAGE_CONNECTIONS)
 
 
 def _connection(settings: Settings) -> str:

@@ -5,6 +5,8 @@ azure-servicebus SDK."""
 from __future__ import annotations
 
 import base64
+import logging
+import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -134,6 +136,26 @@ def test_queue_clients_are_kept_per_queue_and_token(storage: str) -> None:
         assert actions.perform(queue_action(queue.queue_name, sas), JOB, ATTEMPT, "")[0]
     assert len(actions._clients) == 1
     assert len(queue.peek_messages(max_messages=32)) == 3
+
+
+def test_sends_from_many_threads_at_once_to_one_queue_keep_their_connections(
+    storage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More sends under way than requests' default pool of 10 connections: none is closed and
+    opened again for it."""
+    queue, actions = new_queue(storage), storage_actions(storage)
+    action = queue_action(queue.queue_name, sas_for(queue.queue_name))
+    start = threading.Barrier(24)
+
+    def sender(number: int) -> list[bool]:
+        start.wait(timeout=10)
+        return [actions.perform(action, JOB, ATTEMPT, "")[0] for _ in range(5)]
+
+    with caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"), ThreadPoolExecutor(24) as pool:
+        sent = [ok for oks in pool.map(sender, range(24)) for ok in oks]
+    assert sent == [True] * 120
+    assert queue.get_queue_properties().approximate_message_count == 120
+    assert not [record.getMessage() for record in caplog.records if "pool is full" in record.getMessage()]
 
 
 @pytest.mark.parametrize(
