@@ -1,7 +1,7 @@
 """The HTTP transport of the app's Azure SDK clients (its own storage, and StorageQueue actions),
 which differs from the SDK's default in two ways.
 
-It keeps up to `connections` connections open rather than requests' 10. With more calls under
+It keeps up to CALLS_AT_ONCE connections open rather than requests' 10. With more calls under
 way than the pool holds, each connection beyond it is closed after one call, and the next call
 opens a new one (the pipeline benchmark logged "Connection pool is full, discarding connection"
 about 10 times a second at 70 executions/s, as lateness rose).
@@ -23,13 +23,18 @@ from azure.core.pipeline.transport import RequestsTransport
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+# The most calls one process has under way at once: the executor's delivery threads
+# (shared/execution/worker.py says why this many). Every pool of outbound connections, storage's
+# and the actions', is as large, so that none closes a connection a later call must open again.
+# At 64 storage connections, two worker processes at 125-140 executions/s logged "Connection pool
+# is full" up to 700 times a minute.
+CALLS_AT_ONCE = 128
 
-def with_pooled_transport(
-    endpoint: str, options: dict[str, Any], connections: int
-) -> dict[str, Any]:
-    """A client's `options` for `endpoint`, with a transport that keeps up to `connections` open.
-    The transport takes the client's options, as the SDK's own default transport does
-    (`connection_verify`, timeouts)."""
+
+def with_pooled_transport(endpoint: str, options: dict[str, Any]) -> dict[str, Any]:
+    """A client's `options` for `endpoint`, with a transport that keeps up to CALLS_AT_ONCE
+    connections open. The transport takes the client's options, as the SDK's own default
+    transport does (`connection_verify`, timeouts)."""
     with requests.Session() as probe:  # what requests would take from the environment, once
         environment = probe.merge_environment_settings(endpoint, {}, None, None, None)
     if environment["verify"] is not True and "connection_verify" not in options:
@@ -38,7 +43,7 @@ def with_pooled_transport(
     session.trust_env = False
     # Retries are the SDK pipeline's, never urllib3's (as in the SDK's own transport).
     no_retries = Retry(total=False, redirect=False, raise_on_status=False)
-    adapter = HTTPAdapter(pool_maxsize=connections, max_retries=no_retries)
+    adapter = HTTPAdapter(pool_maxsize=CALLS_AT_ONCE, max_retries=no_retries)
     for scheme in ("http://", "https://"):
         session.mount(scheme, adapter)
     transport = RequestsTransport(session=session, **options)  # the transport closes it

@@ -26,16 +26,12 @@ from typing import NamedTuple
 import httpcore
 import httpx
 
+from shared.transport import CALLS_AT_ONCE
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
-# Connections each client may hold, and keep open between calls: as many as the executor makes
-# at once (128 delivery threads). httpx keeps 20 by default and closes each connection beyond that
-# after its call, so under load every call past the 20th opens a new one: a TCP handshake on both
-# sides, and a burst of them at the target (in the pipeline benchmark, more than its listen queue
-# held: calls reset after about a second).
-OUTBOUND_CONNECTIONS = 128
 # Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
 # local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -195,8 +191,11 @@ class _GuardedTransport(httpx.HTTPTransport):
         # The pool httpx built, rebuilt around the guarded backend (httpx takes no backend).
         self._pool = httpcore.ConnectionPool(
             ssl_context=ssl_context,
-            max_connections=OUTBOUND_CONNECTIONS,
-            max_keepalive_connections=OUTBOUND_CONNECTIONS,
+            # As many as the executor's calls at once, all kept open between calls: httpx keeps
+            # 20, so under load every call past the 20th opened a new connection, and a burst
+            # of handshakes overflowed the pipeline benchmark target's listen queue.
+            max_connections=CALLS_AT_ONCE,
+            max_keepalive_connections=CALLS_AT_ONCE,
             keepalive_expiry=5.0,
             network_backend=_GuardedBackend(policy),
         )

@@ -37,9 +37,6 @@ READ_TIMEOUT_S = 20
 # more between tries), so a send is over within about 90 s at worst.
 RETRIES = LinearRetry(backoff=2, random_jitter_range=1, retry_total=2)
 _MOST_CLIENTS = 64
-# Connections each queue's client keeps open (see shared/transport.py): as many as the executor's
-# delivery threads, which may all send to one queue at once.
-_CONNECTIONS = 128
 _SIGNATURE = re.compile(r"(sig=)[^&\s'\"]+", re.IGNORECASE)
 
 
@@ -111,7 +108,7 @@ class StorageQueueActions:
             credential=sas.lstrip("?"),
             message_encode_policy=TextBase64EncodePolicy(),
             retry_policy=RETRIES,
-            **with_pooled_transport(endpoint, options, _CONNECTIONS),
+            **with_pooled_transport(endpoint, options),
         )
 
 

@@ -50,6 +50,7 @@ from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.keys import jobs_partition
 from shared.storage.store import Store, StoredJob
+from shared.transport import CALLS_AT_ONCE
 
 log = logging.getLogger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
@@ -59,8 +60,9 @@ LOOK_AGAIN_AFTER = timedelta(seconds=1)
 # Deliveries of grouped messages running at once, across messages. Each mostly waits (for
 # storage, its target, the others' start before it records, its follow-up's message), about a
 # second under load. With 64, one worker process at 80/s had p99 lateness 828 ms and topped out
-# at 90/s; with 128, 265 ms and 100/s (bench/results/pipeline.md).
-GROUP_THREADS = 128
+# at 90/s; with 128, 265 ms and 100/s (bench/results/pipeline.md). The connection pools are as
+# large: the number is set once, with them.
+GROUP_THREADS = CALLS_AT_ONCE
 
 
 # When many jobs fall due in the same instant, recording the outcomes of those already done

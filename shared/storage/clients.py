@@ -17,12 +17,6 @@ from azure.storage.queue import QueueClient
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
 from shared.transport import with_pooled_transport
 
-# Connections each storage client keeps open (see shared/transport.py): as many as the executor's
-# delivery threads (128), which may all call storage at once. At 64, two worker processes at
-# 125-140 executions/s logged "Connection pool is full" up to 700 times a minute, each time
-# closing a connection that a later call had to open again.
-STORAGE_CONNECTIONS = 128
-
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:
     """The credential the settings name: the managed identity, or the default chain."""
@@ -39,12 +33,12 @@ def table_service(
         connection = _connection(settings)
         endpoint = TableServiceClient.from_connection_string(connection).url
         return TableServiceClient.from_connection_string(
-            connection, **with_storage_transport(endpoint, options)
+            connection, **with_pooled_transport(endpoint, options)
         )
     return TableServiceClient(
         identity.table_service_uri,
         credential=credential or storage_credential(identity),
-        **with_storage_transport(identity.table_service_uri, options),
+        **with_pooled_transport(identity.table_service_uri, options),
     )
 
 
@@ -58,20 +52,15 @@ def queue_client(
         identity.queue_service_uri,
         queue,
         credential=credential or storage_credential(identity),
-        **with_storage_transport(identity.queue_service_uri, options),
+        **with_pooled_transport(identity.queue_service_uri, options),
     )
 
 
 def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueClient:
     endpoint = QueueClient.from_connection_string(connection, queue).url
     return QueueClient.from_connection_string(
-        connection, queue, **with_storage_transport(endpoint, options)
+        connection, queue, **with_pooled_transport(endpoint, options)
     )
-
-
-def with_storage_transport(endpoint: str, options: dict[str, Any]) -> dict[str, Any]:
-    """`options` with the transport of the app's storage clients."""
-    return with_pooled_transport(endpoint, options, STORAGE_CONNECTIONS)
 
 
 def _connection(settings: Settings) -> str:
