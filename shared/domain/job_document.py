@@ -194,6 +194,11 @@ class JobDocument:
         return occurrences_of(self.definition, self.defined_at)
 
     @property
+    def run_nows_in_flight(self) -> int:
+        """The run-nows accepted and not yet recorded (pending or running)."""
+        return sum(1 for entry in self.pending if entry.attempt.run_now)
+
+    @property
     def series_finished(self) -> bool:
         """Whether every occurrence the definition allows has passed."""
         return self.schedule.count_reached(self.occurrences)

@@ -96,6 +96,7 @@ _WRITER_LOCKS = 256
 # rows are "~<job row>:<entry id>": "~" sorts after every job name.
 COLLECTION_GATE = "!collection"
 _HISTORY_MARK = "~"
+_RUN_NOWS = "RunNowsInFlight"
 LARGEST_BATCH = 100
 # What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
 _RACES_LOST = {412, 404}
@@ -485,6 +486,21 @@ class Store:
         # Filtered here, not by the query: the State column of rows written before the state's
         # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
         return [job for job in found if state is None or job.document.state is state]
+
+    def run_nows_in_flight(self, collection: CollectionId) -> int:
+        """The run-nows in flight of all a collection's jobs: only that column, of only the jobs
+        that have any (a job written before the column existed counts none)."""
+        query = (
+            "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
+            f" and {_RUN_NOWS} gt 0"
+        )
+        parameters = {
+            "pk": jobs_partition(collection),
+            "counters": _AFTER_COUNTERS,
+            "history": _HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(query, parameters=parameters, select=[_RUN_NOWS])
+        return sum(int(row.get(_RUN_NOWS) or 0) for row in rows)
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         """The job, and with `counted` its collection's job count (to delete it, or to read the
@@ -964,10 +980,15 @@ def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) ->
     }
 
 
-def _job_columns(document: JobDocument) -> dict[str, str]:
-    """A job document as table columns: whole, as JSON, and its state (which listings filter
-    on). A stored job is read back with `JobDocument.from_json`."""
-    return {"State": document.state.value, "Document": _json(document.to_json())}
+def _job_columns(document: JobDocument) -> dict[str, Any]:
+    """A job document as table columns: whole, as JSON, its state (which listings filter on)
+    and its run-nows in flight (which the run-now bound of its collection adds up). A stored
+    job is read back with `JobDocument.from_json`."""
+    return {
+        "State": document.state.value,
+        _RUN_NOWS: document.run_nows_in_flight,
+        "Document": _json(document.to_json()),
+    }
 
 
 def _allotment(row: str, max_jobs: int | None) -> int | None:
