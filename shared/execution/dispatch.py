@@ -20,6 +20,7 @@ however they were created, come to share their messages.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
@@ -36,7 +37,7 @@ from azure.core.exceptions import AzureError
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
-from shared.execution.messages import MOST_PER_MESSAGE, message_of
+from shared.execution.messages import MOST_PER_MESSAGE, deliveries_of, message_of
 from shared.storage.due_index import DueIndex
 
 log = logging.getLogger("scheduler.dispatch")
@@ -78,6 +79,18 @@ class Dispatcher:
     def queue_depth(self) -> int:
         """About how many messages the execution queue holds, invisible ones included."""
         return int(self._queue.get_queue_properties().approximate_message_count or 0)
+
+    def lateness(self, now: datetime) -> timedelta:
+        """How late the latest of the messages waiting to be taken is (those visible, the first
+        32 of them): zero while the executor keeps up; growing while the queue outgrows it."""
+        late = timedelta(0)
+        for message in self._queue.peek_messages(max_messages=32):
+            try:
+                carried = deliveries_of(json.loads(base64.b64decode(message.content)))
+            except (ValueError, KeyError, TypeError):
+                continue  # a range of the due index (fan-out), or not the app's
+            late = max(late, now - min(delivery.pending.due for delivery in carried))
+        return late
 
     def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> Dispatched:
         """Queue what is due within the horizon (grouped by second), index the rest. Each
