@@ -2,8 +2,9 @@
 attempts it now waits for sent where the executor will find them on time.
 
 What is sent goes out before the write that makes it pending, so that no crash can leave a job
-waiting for a message never sent; until the write lands the executor waits (`NotYet`), and if
-the write fails, the message finds nothing pending and is skipped.
+waiting for a message never sent; until the write lands the executor waits (`NotYet`). A write
+the store refuses takes back what it sent (`_withdrawn_if_refused`); what a crash or a failed
+delete leaves is skipped once its first send is SAVE_GRACE old (docs/architecture.md).
 """
 
 from __future__ import annotations
