@@ -12,9 +12,9 @@ import pytest
 
 from devhost import azurite
 from shared.api import health
+from shared.api.health import Probe, report
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.ids import JobId
-from shared.api.health import Probe, report
 from shared.services import build
 from shared.settings import Settings
 from tests.conftest import Service

@@ -10,8 +10,8 @@ import httpx
 
 from shared.domain.run_now import MOST_PER_JOB
 from tests.api.test_jobs import in_a_day, job_path, new_collection
-from tests.test_service_runs_jobs import history, job_calling
 from tests.targets import HeldAnswer, Target
+from tests.test_service_runs_jobs import history, job_calling
 
 
 def test_a_run_now_past_the_bound_of_its_job_is_a_409_saying_so(api: httpx.Client, target: Target) -> None:
