@@ -42,7 +42,10 @@ _PATH_PARAMETERS = {
 _ERRORS = {
     "400": "The request is invalid: the message names every field that is wrong and why.",
     "404": "The collection or job does not exist.",
-    "409": "A quota would be exceeded, the job is in a final state, or a concurrent change won.",
+    "409": (
+        "A quota or a bound would be exceeded (run-nows in flight), the job is in a final "
+        "state, or a concurrent change won."
+    ),
     "412": "If-Match or If-None-Match did not hold.",
     "415": "The body's Content-Type is neither application/json nor text/json.",
 }
