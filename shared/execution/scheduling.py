@@ -165,9 +165,11 @@ class Scheduling:
                 continue
             changed.append(Stored(stored.id, document, stored.etag))
             deliveries += [Delivery(stored.id, document.defined_at, entry) for entry in added]
-        dispatched = self._dispatcher.dispatch(deliveries, now)
-        with self._withdrawn_if_refused(dispatched):
-            self._store.replace_jobs(changed)
+        # Not withdrawn when refused: the jobs are written in batches, and those of a batch that
+        # landed before another was refused wait for what was sent. What the others' attempts
+        # sent is dropped once SAVE_GRACE old (docs/architecture.md).
+        self._dispatcher.dispatch(deliveries, now)
+        self._store.replace_jobs(changed)
 
     def save_collection(
         self,
