@@ -16,7 +16,8 @@ from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName, ActionType
-from shared.domain.redaction import redact_text
+from shared.domain.job_document import secret_values
+from shared.domain.redaction import masked_values, redact_text
 
 log = logging.getLogger("scheduler.actions")
 
@@ -61,6 +62,9 @@ class Actions:
             log.error("action of %s failed unexpectedly\n%s", job.arm_name, trace)
             succeeded = False
             message = f"The action could not be performed: internal error ({type(error).__name__})"
+        # What a target echoes back (a body quoting the request) must not carry the job's
+        # secrets into history and the logs.
+        message = masked_values(message, secret_values(definition))
         return Outcome(succeeded, started, self._clock(), message)
 
     def close(self) -> None:

@@ -31,6 +31,7 @@ from shared.api.query import equality_filter, page_bounds
 from shared.domain.collection import CollectionBody, new_collection, patched_collection
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobState
+from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import merge_patch
 from shared.services import Services
@@ -186,7 +187,10 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.json_body()
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
-    merged = job_properties(merge_patch(slot.current.document.definition, without_id(patch)))
+    definition, sent = slot.current.document.definition, without_id(patch)
+    # A secret goes only where it came from (see job_operations.patch_job).
+    staying = secrets_staying(definition, merge_patch(definition, sent))
+    merged = job_properties(merge_patch(staying, sent))
     stored, _ = services.scheduling.save_definition(
         slot.current.id, merged, services.now(), slot=slot
     )

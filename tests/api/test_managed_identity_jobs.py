@@ -77,11 +77,11 @@ REFUSED = [
     ("no-audience", {"type": "ManagedServiceIdentity"},
      f"{AUTHENTICATION}.audience: is required for ManagedServiceIdentity authentication"),
     ("plain-http-audience", identity(audience="http://management.azure.com/"),
-     f"{AUTHENTICATION}.audience: 'http://management.azure.com/' is neither an absolute https URI "
-     "(https://management.azure.com/) nor an app ID URI (api://...)"),
+     f"{AUTHENTICATION}.audience: is neither an absolute https URI without user-info, query or "
+     "fragment (https://management.azure.com/) nor an app ID URI (api://...)"),
     ("relative-audience", identity(audience="management.azure.com"),
-     f"{AUTHENTICATION}.audience: 'management.azure.com' is neither an absolute https URI"),
-    ("empty-app-id-uri", identity(audience="api://"), f"{AUTHENTICATION}.audience: 'api://' is neither"),
+     f"{AUTHENTICATION}.audience: is neither an absolute https URI"),
+    ("empty-app-id-uri", identity(audience="api://"), f"{AUTHENTICATION}.audience: is neither"),
     ("audience-with-query", identity(audience="https://vault.azure.net/?x=1"), f"{AUTHENTICATION}.audience: "),
     ("client-id-not-a-guid", identity(clientId="my-identity"),
      f"{AUTHENTICATION}.clientId: 'my-identity' is not a GUID: it is the client id of a user-assigned managed identity"),

@@ -116,7 +116,8 @@ MASKED_HEADERS = {"Authorization": "***", "X-Api-Key": "***", "Content-Type": "a
         (definition(SHOWN_URI.replace("sv=1.0", "sv=2.0"), MASKED_HEADERS),
          definition(KEYED_URI.replace("sv=1.0", "sv=2.0"))),
         (definition(SHOWN_URI.replace("***", "%2A%2A%2A")), definition()),
-        (definition(SHOWN_URI.replace("/api/run", "/api/other")), definition(KEYED_URI.replace("/api/run", "/api/other"))),
+        (definition(SHOWN_URI.replace("/api/run", "/api/other"), MASKED_HEADERS),
+         definition(SHOWN_URI.replace("/api/run", "/api/other"), MASKED_HEADERS)),
         (definition(SHOWN_URI.replace("fn.example.org", "elsewhere.example.org"), MASKED_HEADERS),
          definition(SHOWN_URI.replace("fn.example.org", "elsewhere.example.org"), MASKED_HEADERS)),
         (definition(SHOWN_URI.replace("https:", "http:"), MASKED_HEADERS),
@@ -126,11 +127,11 @@ MASKED_HEADERS = {"Authorization": "***", "X-Api-Key": "***", "Content-Type": "a
         (definition("https://fn.example.org/?token=***"), definition("https://fn.example.org/?token=***")),
         (definition(KEYED_URI.replace("Fn-Key-1", "New-Key")), definition(KEYED_URI.replace("Fn-Key-1", "New-Key"))),
     ],
-    ids=["read-and-written-back", "other-part-changed", "mask-percent-encoded", "other-path-same-host",
+    ids=["read-and-written-back", "other-part-changed", "mask-percent-encoded", "other-path-keeps-nothing",
          "other-host-keeps-nothing", "other-scheme-keeps-nothing", "other-user-keeps-no-password",
          "nothing-stored-to-put-back", "a-new-key-replaces"],
 )  # fmt: skip
-def test_masks_sent_back_get_the_stored_values_only_for_the_same_destination(
+def test_masks_sent_back_get_the_stored_values_only_for_the_same_endpoint(
     sent: dict[str, Any], kept: dict[str, Any]
 ) -> None:
     assert restored_definition(sent, definition()) == kept
