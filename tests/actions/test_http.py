@@ -199,6 +199,31 @@ def test_every_redirect_hop_is_checked(location: str, target: Target) -> None:
         assert "which actions may not reach" in message
 
 
+CREDENTIALS = {"Authorization": "Bearer Tok-1", "X-Api-Key": "Api-Key-2", "Ocp-Apim-Subscription-Key": "Apim-Key-3",
+               "Proxy-Authorization": "Basic Proxy-4"}  # fmt: skip
+
+
+def test_a_redirect_to_another_origin_carries_no_credential_header(target: Target) -> None:
+    """M1: httpx drops only `Authorization` when a redirect changes the origin."""
+    target.answer("/moving", 302, b"", {"Location": target.url("/moved-here", host="localhost")})
+    target.answer("/moved-here", 200)
+    performer = actions(OutboundPolicy.from_setting("127.0.0.1/32,localhost"))
+    headers = {**CREDENTIALS, "X-Trace": "t-1"}
+    assert perform(performer, request(target.url("/moving"), headers=headers))[0]
+    assert target.received("/moving")[-1].headers["x-api-key"] == "Api-Key-2"
+    landed = target.received("/moved-here")[-1].headers
+    assert landed["x-trace"] == "t-1"  # what is no credential goes along
+    assert not {name.lower() for name in CREDENTIALS} & landed.keys()
+
+
+def test_a_redirect_within_the_origin_keeps_the_credential_headers(target: Target) -> None:
+    target.answer("/step", 307, b"", {"Location": "/stepped"})
+    target.answer("/stepped", 200)
+    assert perform(actions(), request(target.url("/step"), headers=dict(CREDENTIALS)))[0]
+    landed = target.received("/stepped")[-1].headers
+    assert {name: landed[name.lower()] for name in CREDENTIALS} == CREDENTIALS
+
+
 def test_the_allow_list_opens_names_and_ranges(target: Target) -> None:
     target.answer("/allowed", 200)
     for setting, host in [("localhost", "localhost"), ("127.0.0.0/8", "127.0.0.1")]:

@@ -32,6 +32,7 @@ ATTEMPT = Attempt(datetime(2026, 11, 22, 18, 0, tzinfo=UTC))
 LOCAL = OutboundPolicy.from_setting("127.0.0.1/32")
 # The jobs' targets here are not the management endpoint, which alone takes management tokens.
 API = "https://api.example.org/"
+ARM_AUDIENCE = "https://management.azure.com/"
 VAULT = "https://vault.azure.net"
 SECRET = "platform-secret-4c1d"
 USER_ASSIGNED = "0e6a6a6b-3c0f-4a5e-9f5d-2a7c3b1d9e8f"
@@ -267,6 +268,23 @@ def test_the_identity_is_not_lent_for_calls_to_the_apps_own_storage(
         "the app's identity is not lent for calls to the app's own storage account"
     )
     assert endpoint.issued == []
+
+
+@pytest.mark.parametrize(
+    "audience", ["https://storage.azure.com/", "https://otherstore.queue.core.windows.net", ARM_AUDIENCE],
+    ids=["storage", "an-account", "management"],
+)  # fmt: skip
+def test_a_job_saved_before_the_audience_rules_gets_no_token_for_what_they_refuse(
+    server: Target, endpoint: IdentityEndpoint, clock: Clock, audience: str
+) -> None:
+    """H3: the rules are checked at the save, and again at the call for jobs saved before."""
+    server.answer("/collector", 200)
+    action = with_identity(server.url("/collector"), audience)
+    succeeded, message = performer(clock).perform(action, JOB, ATTEMPT)
+    assert not succeeded
+    assert message.startswith("Http Action - No token for host '127.0.0.1': the audience is ")
+    assert endpoint.issued == []
+    assert server.received("/collector") == []
 
 
 def test_a_redirect_to_another_host_does_not_carry_the_token(
