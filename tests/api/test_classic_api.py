@@ -104,7 +104,7 @@ def subscription() -> str:
 
 @pytest.fixture
 def legacy(service: Service, subscription: str) -> SchedulerManagementService:
-    """The unmodified legacy client, pointed at the local host as README shows."""
+    """The unmodified legacy client, pointed at the local host as docs/classic-api.md shows."""
     session = requests.Session()
     session.headers["x-functions-key"] = service.key
     client = SchedulerManagementService(
