@@ -4,9 +4,9 @@ Stored: the definition as the client sent it (the state it starts in and the cer
 read from a pfx added), the system-owned status, `definedAt` (the moment the definition was
 saved, from which its occurrences count), and what the service keeps to run it: the retries its
 policy allows, defaults applied; the attempts it waits for; how many occurrences have passed;
-how many history entries it has; why its state was last changed, when the client said. Read back: the definition without any secret (its secret
-fields left out, the keys in its URIs and headers masked), and the status (docs/behaviour.md#jobs
-says when it shows).
+how many history entries it has; why its state was last changed, if the client said. Read
+back: the definition without any secret (its secret fields left out, the keys in its URIs and
+headers masked), and the status (docs/behaviour.md#jobs says when it shows).
 """
 
 from __future__ import annotations
