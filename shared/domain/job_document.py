@@ -4,9 +4,9 @@ Stored: the definition as the client sent it (the state it starts in and the cer
 read from a pfx added), the system-owned status, `definedAt` (the moment the definition was
 saved, from which its occurrences count), and what the service keeps to run it: the retries its
 policy allows, defaults applied; the attempts it waits for; how many occurrences have passed;
-how many history entries it has. Read back: the definition without any secret (its secret
-fields left out, the keys in its URIs and headers masked), and the status (docs/behaviour.md#jobs
-says when it shows).
+how many history entries it has; why its state was last changed, if the client said. Read
+back: the definition without any secret (its secret fields left out, the keys in its URIs and
+headers masked), and the status (docs/behaviour.md#jobs says when it shows).
 """
 
 from __future__ import annotations
@@ -161,24 +161,30 @@ class JobDocument:
     # The history entry of the latest attempt, without its message: what the console shows as
     # a job's last run, with no history query per job.
     last_attempt: dict[str, Any] | None = None
+    # Why the state was last changed, as the client said (the classic API's `stateDetails`);
+    # None when it said nothing. It belongs to that change: the next change of state replaces it.
+    state_reason: str | None = None
 
     @classmethod
     def defined(
         cls, definition: dict[str, Any], defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
-        region: str = "", previous: JobDocument | None = None,
+        region: str = "", previous: JobDocument | None = None, state_reason: str | None = None,
     ) -> JobDocument:  # fmt: skip
         """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
         for its first occurrence if it is enabled. A new definition starts its schedule afresh;
         the counts of what already ran (`previous`, the document it replaces) stay, and so does
-        the count of its history entries, which outlive the redefinition."""
+        the count of its history entries, which outlive the redefinition. `state_reason` is the
+        reason sent with it (None: none was sent; see `reason_after`)."""
         status, history_count, last_attempt = JobStatus(), 0, None
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)
             history_count, last_attempt = previous.history_count, previous.last_attempt
         retries = Retries.of(_retry_policy_of(definition), sku)
+        state = JobState(definition["state"])
         document = cls(
             definition, defined_at, retries, status,
             history_count=history_count, region=region, last_attempt=last_attempt,
+            state_reason=reason_after(previous, state, state_reason),
         )  # fmt: skip
         first = document.schedule.first if document.enabled else None
         return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
@@ -211,8 +217,13 @@ class JobDocument:
         """Whether every occurrence the definition allows has passed."""
         return self.schedule.count_reached(self.occurrences)
 
-    def with_state(self, state: JobState) -> JobDocument:
-        changed = replace(self, definition={**self.definition, "state": state.value})
+    def with_state(self, state: JobState, reason: str | None = None) -> JobDocument:
+        """The document in `state`, changed for `reason` (None: none was given)."""
+        changed = replace(
+            self,
+            definition={**self.definition, "state": state.value},
+            state_reason=reason_after(self, state, reason),
+        )
         return changed.waiting_for(self.pending)
 
     def waiting_for(self, pending: Iterable[Pending]) -> JobDocument:
@@ -250,6 +261,8 @@ class JobDocument:
             stored["endedAt"] = iso(self.ended_at)
         if self.last_attempt is not None:
             stored["lastAttempt"] = self.last_attempt
+        if self.state_reason is not None:
+            stored["stateReason"] = self.state_reason
         return stored
 
     @classmethod
@@ -272,7 +285,19 @@ class JobDocument:
             ended_at=parse_iso(ended) if ended else None,
             region=stored.get("region", ""),
             last_attempt=stored.get("lastAttempt"),
+            state_reason=stored.get("stateReason"),
         )
+
+
+def reason_after(before: JobDocument | None, state: JobState, given: str | None) -> str | None:
+    """The reason a job's state is `state` for, after a change that gave `given` (None: no
+    reason given; empty: none, said explicitly). A change of state without a reason leaves
+    none: the previous one explained a state the job is no longer in."""
+    if given is not None:
+        return given or None
+    if before is not None and before.state is state:
+        return before.state_reason
+    return None
 
 
 def stored_definition(properties: JobProperties) -> dict[str, Any]:
