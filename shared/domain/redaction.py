@@ -3,7 +3,9 @@ headers (docs/behaviour.md#secrets). They stay intact in the stored definition, 
 itself needs; whatever shows a job (the API's answers, the console) shows them masked.
 
 A client that reads a job and writes it back sends the masks: `restored_definition` puts the
-stored values back where the masks stand, so a read-modify-write keeps the job's keys.
+stored values back where the masks stand, so a read-modify-write keeps the job's keys, but only
+for the endpoint they came from (`same_endpoint`). A target that echoes its request back would
+put the keys into history: `masked_values` takes them out of what is recorded.
 """
 
 from __future__ import annotations
@@ -238,12 +240,6 @@ def same_endpoint(one: str, other: str) -> bool:
     if first is None or second is None:
         return False
     return (_origin(first), first.path or "/") == (_origin(second), second.path or "/")
-
-
-def same_origin(one: str, other: str) -> bool:
-    """Whether two URIs reach the same scheme, host and port."""
-    first, second = _parts(one), _parts(other)
-    return first is not None and second is not None and _origin(first) == _origin(second)
 
 
 def _origin(parts: SplitResult) -> tuple[str, str | None, int | None]:
