@@ -16,6 +16,7 @@ same allow-list: the IPv6 address is refused when it, or any IPv4 address in it,
 
 from __future__ import annotations
 
+import http.cookiejar
 import ipaddress
 import socket
 import ssl
@@ -236,6 +237,9 @@ def guarded_client(policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> httpx
     redirects to another origin carry no credential header."""
     return _ActionClient(
         transport=_GuardedTransport(policy, ssl_context),
+        # The client is shared by every job: a cookie one job's target sets would go along on
+        # other jobs' calls to that host. A job sends the cookies its own headers name, no more.
+        cookies=http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(ACTION_TIMEOUT_S),
         follow_redirects=True,
         max_redirects=MOST_REDIRECTS,

@@ -224,6 +224,19 @@ def test_a_redirect_within_the_origin_keeps_the_credential_headers(target: Targe
     assert {name: landed[name.lower()] for name in CREDENTIALS} == CREDENTIALS
 
 
+def test_a_cookie_one_target_sets_goes_along_on_no_other_call(target: Target) -> None:
+    """The pooled client is shared by every job: it must keep no cookie for the next one."""
+    target.answer("/sets-a-cookie", 200, b"ok", {"Set-Cookie": "session=Their-Session; Path=/"})
+    target.answer("/another-job", 200)
+    performer = actions()
+    assert perform(performer, request(target.url("/sets-a-cookie")))[0]
+    assert perform(performer, request(target.url("/another-job")))[0]
+    assert "cookie" not in target.received("/another-job")[-1].headers
+    # A job's own Cookie header is its own to send.
+    assert perform(performer, request(target.url("/another-job"), headers={"Cookie": "mine=1"}))[0]
+    assert target.received("/another-job")[-1].headers["cookie"] == "mine=1"
+
+
 def test_the_allow_list_opens_names_and_ranges(target: Target) -> None:
     target.answer("/allowed", 200)
     for setting, host in [("localhost", "localhost"), ("127.0.0.0/8", "127.0.0.1")]:
