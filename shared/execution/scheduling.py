@@ -83,7 +83,7 @@ class Scheduling:
         self._dispatcher.dispatch([Delivery(job, now, entry) for entry in document.pending], now)
         return self._store.save_job(
             job, document, preconditions or Preconditions(), slot,
-            max_jobs=quota.max_job_count, now=now,
+            max_jobs=quota.max_job_count, now=now, within=collection,
         )  # fmt: skip
 
     def run_now(self, job: JobId, now: datetime) -> None:

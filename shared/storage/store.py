@@ -14,6 +14,7 @@ import json
 import random
 import threading
 import time
+import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -95,6 +96,8 @@ _WRITER_LOCKS = 256
 # the jobs' history, so that an execution's outcome and its job's status are one batch. History
 # rows are "~<job row>:<entry id>": "~" sorts after every job name.
 COLLECTION_GATE = "!collection"
+# The collections table's column that tells a collection's creations apart (Stored.incarnation).
+INCARNATION = "Incarnation"
 _HISTORY_MARK = "~"
 LARGEST_BATCH = 100
 # What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
@@ -106,11 +109,16 @@ Document = TypeVar("Document", dict[str, Any], JobDocument)
 
 @dataclass(frozen=True)
 class Stored(Generic[Id, Document]):
-    """A resource as stored: its id, its document, and the etag of that version."""
+    """A resource as stored: its id, its document, and the etag of that version.
+
+    A collection's `incarnation` tells its creations apart: a collection deleted and created
+    again under the same name has a new one (empty for other resources, and for collections
+    created before incarnations were recorded)."""
 
     id: Id
     document: Document
     etag: str
+    incarnation: str = ""
 
 
 StoredCollection = Stored[CollectionId, dict[str, Any]]
@@ -200,6 +208,14 @@ class _CounterRows:
     def forget(self, partition: str) -> None:
         with self._lock:
             self._known.pop(partition, None)
+
+    def drop(self, partition: str) -> None:
+        """Forget a deleted collection's rows, and its spare places with them: they were places
+        in rows that no longer exist, and must not count jobs of a collection created anew."""
+        with self._lock:
+            self._known.pop(partition, None)
+            self._spares.pop(partition, None)
+            self._returning.pop(partition, None)
 
     def join(self, partition: str) -> tuple[_Gathering, int]:
         """The gathering a creator waits in, and its place in it (0: it writes for all)."""
@@ -344,7 +360,11 @@ class _Documents(Generic[Id, Document]):
                 if current_entity is None:
                     metadata = self.table.create_entity(entity)
                 else:
-                    entity |= {name: current_entity[name] for name in keep_from_current}
+                    for name in keep_from_current:  # absent from older rows: stays absent
+                        if name in current_entity:
+                            entity[name] = current_entity[name]
+                        else:
+                            entity.pop(name, None)
                     metadata = self.table.update_entity(
                         entity,
                         mode=UpdateMode.REPLACE,
@@ -375,6 +395,7 @@ class _Documents(Generic[Id, Document]):
             id=self._id_of(entity),
             document=self._decode(json.loads(entity["Document"])),
             etag=etag or entity.metadata["etag"],
+            incarnation=str(entity.get(INCARNATION, "")),
         )
 
 
@@ -435,31 +456,60 @@ class Store:
     def save_collection(
         self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
+        """Create or replace a collection. A new one (a new incarnation) starts from an empty
+        jobs partition: whatever a deletion's stragglers left there goes first (see
+        `delete_collection`), the executor's gate row aside, which the caller may just have
+        written for the collection it is creating."""
         columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
             "Name": collection.name,
+            INCARNATION: uuid.uuid4().hex,  # kept by a replace
         }
+        if self.collection(collection) is None:
+            self._sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
         return self._collections.save(
             partition=collection_partition(collection), row=collection_row(collection),
             columns=columns, document=document, preconditions=preconditions,
-            keep_from_current=("ResourceGroup", "Name"),
+            keep_from_current=("ResourceGroup", "Name", INCARNATION),
         )  # fmt: skip
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
-        """Delete a collection, every job in it and their history."""
+        """Delete a collection, every job in it and their history.
+
+        The collection's row goes first: from then on no job write of the collection can
+        succeed, because a creator checks after its insert that its collection (the same
+        incarnation) is still there, and withdraws its job if not (`save_job`'s `within`). So
+        every job inserted before that check is seen by the sweep that follows, and every job
+        inserted after it is withdrawn by its own creator: the deletion wins.
+        """
         deleted = self._collections.delete(
             collection_partition(collection), collection_row(collection), preconditions
         )
-        partition = jobs_partition(collection)
-        submit_batches(
-            self._jobs.table,
-            (
-                ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
-                for entity in _keys(self._jobs.table, partition)
-            ),
-        )
+        self._sweep(jobs_partition(collection))
         return deleted
+
+    def _sweep(self, partition: str, keep: tuple[str, ...] = ()) -> None:
+        """Delete every row of a collection's jobs partition (but those in `keep`): jobs,
+        history, counter rows; and forget what this process remembers of its counter rows."""
+        self._counter_rows.drop(partition)
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            try:
+                submit_batches(
+                    self._jobs.table,
+                    (
+                        ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
+                        for entity in _keys(self._jobs.table, partition)
+                        if entity["RowKey"] not in keep
+                    ),
+                )
+            except TableTransactionError as failed:
+                if failed.status_code != 404:  # a row went meanwhile (a job withdrawn): again
+                    raise
+                continue
+            self._counter_rows.drop(partition)
+            return
+        raise ModifiedConcurrently("job collection")
 
     # --- jobs -----------------------------------------------------------------------------
 
@@ -526,6 +576,7 @@ class Store:
         max_jobs: int | None = None,
         *,
         now: datetime | None = None,
+        within: StoredCollection | None = None,
     ) -> tuple[StoredJob, bool]:
         """Create or replace a job; a new one counts against `max_jobs` (QuotaExceeded).
 
@@ -533,6 +584,11 @@ class Store:
         slot is read again and the write retried. A new job is counted, then inserted: a creator
         refused by the quota with `now` given first corrects counts that a crash left too high
         (see COUNTERS_QUIET_FOR).
+
+        `within` is the collection as the caller read it: a new job is kept only if that
+        collection (that incarnation of it) is still there once the job is in; otherwise the
+        job is withdrawn and the answer is NotFound for the collection (see
+        `delete_collection`).
         """
         partition = job_partition(job)
         for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
@@ -566,8 +622,23 @@ class Store:
                 with contextlib.suppress(Exception):  # else the place stays lost until a recount
                     self._uncount(partition, row, counted_at)
                 raise
+            if within is not None and not self._still_there(within):
+                self._withdraw(job)
+                raise NotFound(within.id)
             return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
+
+    def _still_there(self, collection: StoredCollection) -> bool:
+        current = self.collection(collection.id)
+        return current is not None and current.incarnation == collection.incarnation
+
+    def _withdraw(self, job: JobId) -> None:
+        """Take back a job inserted into a collection that was deleted meanwhile. Whoever wrote
+        it since, it has no collection: it goes unconditionally. Its counted place is not given
+        back: the counter row may already count jobs of a collection created anew under the
+        name, and a place lost (until a recount) is better than a quota exceeded."""
+        with contextlib.suppress(ResourceNotFoundError):
+            self._jobs.table.delete_entity(job_partition(job), job_row(job))
 
     def _count_new_job(
         self, partition: str, max_jobs: int | None, now: datetime | None
