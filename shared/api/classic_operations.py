@@ -205,7 +205,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
-    entries = services.store.history(job, status)[skip : skip + top]
+    entries, _ = services.store.history_page(job, top, status=status, skip=skip)
     return ApiResponse(200, [classic_history_entry(job.name, *entry) for entry in entries])
 
 

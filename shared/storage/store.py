@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import random
 import threading
@@ -100,6 +101,7 @@ COLLECTION_GATE = "!collection"
 INCARNATION = "Incarnation"
 _HISTORY_MARK = "~"
 LARGEST_BATCH = 100
+LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once
 # What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
 _RACES_LOST = {412, 404}
 
@@ -865,14 +867,60 @@ class Store:
         self, job: JobId, status: HistoryStatus | None = None
     ) -> list[tuple[str, dict[str, Any]]]:
         """A job's history, newest first, as (id, entry); optionally only one status."""
+        low, _ = _history_range(job)
+        found = self._history_rows(job, status, after="")
+        return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
+
+    def history_page(
+        self,
+        job: JobId,
+        count: int,
+        *,
+        status: HistoryStatus | None = None,
+        after: str = "",
+        skip: int = 0,
+    ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+        """Up to `count` entries of a job's history as (id, entry), newest first, from those
+        after the entry id `after` (ids sort newest first) and `skip` more; and whether more
+        follow. It reads `count` + 1 entries, and only the keys of those it skips."""
+        low, _ = _history_range(job)
+        if skip:
+            keys = self._history_rows(job, status, after, per_page=skip, select=["RowKey"])
+            skipped = list(itertools.islice(keys, skip))
+            if len(skipped) < skip:
+                return [], False
+            after = skipped[-1]["RowKey"][len(low) :]
+        rows = self._history_rows(job, status, after, per_page=count + 1)
+        found = [
+            (entity["RowKey"][len(low) :], json.loads(entity["Document"]))
+            for entity in itertools.islice(rows, count + 1)
+        ]
+        return found[:count], len(found) > count
+
+    def _history_rows(
+        self,
+        job: JobId,
+        status: HistoryStatus | None,
+        after: str,
+        *,
+        per_page: int | None = None,
+        select: list[str] | None = None,
+    ) -> Iterator[Any]:
+        """A job's history rows in key order (newest first), after the entry id `after`, read
+        `per_page` at a time (the service's own limit, 1,000, when None)."""
         low, high = _history_range(job)
         query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
-        parameters = {"pk": job_partition(job), "low": low, "high": high}
+        parameters = {"pk": job_partition(job), "low": low + after, "high": high}
         if status is not None:
             query += " and Status eq @status"
             parameters["status"] = status.value
-        found = self._jobs.table.query_entities(query, parameters=parameters)
-        return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
+        if per_page is not None:
+            per_page = min(per_page, LARGEST_QUERY_PAGE)
+        return iter(
+            self._jobs.table.query_entities(
+                query, parameters=parameters, results_per_page=per_page, select=select
+            )
+        )
 
     def history_ids(self, job: JobId, after: str = "") -> list[str]:
         """The ids of a job's history entries (only those sorting after `after`), newest first."""
