@@ -69,23 +69,28 @@ def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
-    collection = services.store.existing_collection(collection_id(request))
-    state = equality_filter(request.query.get("$filter"), "state", JobState)
-    found = services.store.jobs(collection.id, state)
-    skip, top = page_bounds(request.query)
-    following = None
-    if skip + top < len(found):
-        changes = {"$skip": str(skip + top), "$top": str(top)}
-        following = next_link(request, services.settings.public_base_url, changes)
-    return page([_job_resource(stored) for stored in found[skip : skip + top]], following)
-
-
-def list_history(request: ApiRequest, services: Services) -> ApiResponse:
-    """A job's executions, newest first: one page, read from where the previous one ended.
+    """A collection's jobs in name order: one page, read from where the previous one ended.
 
     With a `$skiptoken` (from a nextLink) the page starts after the entry it names, and `$skip`
     only says how many entries came before it; without one, `$skip` entries are skipped.
     """
+    collection = services.store.existing_collection(collection_id(request))
+    state = equality_filter(request.query.get("$filter"), "state", JobState)
+    skip, top = page_bounds(request.query)
+    after = skiptoken(request.query)
+    found, next_after = services.store.jobs_page(
+        collection.id, top, state=state, after=after, skip=0 if after else skip
+    )
+    following = None
+    if next_after is not None:
+        changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: next_after}
+        following = next_link(request, services.settings.public_base_url, changes)
+    return page([_job_resource(stored) for stored in found], following)
+
+
+def list_history(request: ApiRequest, services: Services) -> ApiResponse:
+    """A job's executions, newest first: one page, read from where the previous one ended
+    (see `list_jobs`)."""
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)

@@ -538,6 +538,36 @@ class Store:
         # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
         return [job for job in found if state is None or job.document.state is state]
 
+    def jobs_page(
+        self,
+        collection: CollectionId,
+        count: int,
+        *,
+        state: JobState | None = None,
+        after: str = "",
+        skip: int = 0,
+    ) -> tuple[list[StoredJob], str | None]:
+        """Up to `count` jobs of a collection in name order, from those whose row sorts after
+        `after` and `skip` more, optionally only those in one state; and the row the next page
+        starts after (None: no more). It reads `skip` + `count` + 1 jobs, more only when jobs of
+        other states lie between (the state is filtered here: see `jobs`)."""
+        query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @history"
+        parameters = {
+            "pk": jobs_partition(collection),
+            "low": max(after, _AFTER_COUNTERS),
+            "history": _HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(
+            query,
+            parameters=parameters,
+            results_per_page=min(skip + count + 1, LARGEST_QUERY_PAGE),
+        )
+        found = (self._jobs.from_entity(row) for row in rows)
+        matching = (job for job in found if state is None or job.document.state is state)
+        page = list(itertools.islice(matching, skip, skip + count + 1))
+        following = job_row(page[count - 1].id) if len(page) > count else None
+        return page[:count], following
+
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         """The job, and with `counted` its collection's job count (to delete it, or to read the
         count; creating a job needs no count read beforehand: see `save_job`).

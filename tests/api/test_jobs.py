@@ -533,6 +533,15 @@ def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) 
     assert third["nextLink"] is None  # the last page says so
     disabled = api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'"}).json()
     assert [job["name"].split("/")[1] for job in disabled["value"]] == [names[0], names[3], names[6]]
+    url: str | None = str(api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'", "$top": 1}).url)
+    followed = []
+    while url:
+        one = httpx.get(url, headers={"x-functions-key": api.headers["x-functions-key"]}, timeout=5).json()
+        followed += [job["name"].split("/")[1] for job in one["value"]]
+        url = one["nextLink"]
+    assert followed == [names[0], names[3], names[6]]  # filtered pages, each job once
+    bad = api.get(f"{collection_path(collection)}/jobs", params={"$skiptoken": "not a token!"})
+    assert bad.status_code == 400 and "$skiptoken" in bad.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
