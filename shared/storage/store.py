@@ -459,22 +459,24 @@ class Store:
         self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         """Create or replace a collection. A new one (a new incarnation) starts from an empty
-        jobs partition: whatever a deletion's stragglers left there goes first (see
-        `delete_collection`), the executor's gate row aside, which the caller may just have
-        written for the collection it is creating."""
+        jobs partition: whatever a deletion's stragglers left there goes once its row is in
+        (see `delete_collection`), the executor's gate row aside, which the caller may just
+        have written for it. (Before its row is in, a racing PUT of the same name may have
+        created it, with jobs.)"""
         columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
             "Name": collection.name,
             INCARNATION: uuid.uuid4().hex,  # kept by a replace
         }
-        if self.collection(collection) is None:
-            self._sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
-        return self._collections.save(
+        stored, created = self._collections.save(
             partition=collection_partition(collection), row=collection_row(collection),
             columns=columns, document=document, preconditions=preconditions,
             keep_from_current=("ResourceGroup", "Name", INCARNATION),
         )  # fmt: skip
+        if created:
+            self._sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
+        return stored, created
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection, every job in it and their history.
