@@ -19,7 +19,7 @@ from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import StoredJob
+from shared.storage.store import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -78,9 +78,8 @@ def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
     state = equality_filter(request.query.get("$filter"), "state", JobState)
     skip, top = page_bounds(request.query)
     after = skiptoken(request.query)
-    found, next_after = services.store.jobs_page(
-        collection.id, top, state=state, after=after, skip=0 if after else skip
-    )
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, next_after = services.store.jobs_page(collection.id, bounds, state)
     following = None
     if next_after is not None:
         changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: next_after}
@@ -95,9 +94,8 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
     after = skiptoken(request.query)
-    found, more = services.store.history_page(
-        job, top, status=status, after=after, skip=0 if after else skip
-    )
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, more = services.store.history_page(job, bounds, status)
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",

@@ -292,6 +292,16 @@ class _CounterRows:
 
 
 @dataclass(frozen=True)
+class PageBounds:
+    """Which entries of a listing a page holds: up to `count` of them, from those whose key
+    sorts after `after` (the last of the previous page; "" for the first), and `skip` more."""
+
+    count: int
+    after: str = ""
+    skip: int = 0
+
+
+@dataclass(frozen=True)
 class Preconditions:
     """The If-Match / If-None-Match headers of a write."""
 
@@ -541,18 +551,13 @@ class Store:
         return [job for job in found if state is None or job.document.state is state]
 
     def jobs_page(
-        self,
-        collection: CollectionId,
-        count: int,
-        *,
-        state: JobState | None = None,
-        after: str = "",
-        skip: int = 0,
+        self, collection: CollectionId, bounds: PageBounds, state: JobState | None = None
     ) -> tuple[list[StoredJob], str | None]:
-        """Up to `count` jobs of a collection in name order, from those whose row sorts after
-        `after` and `skip` more, optionally only those in one state; and the row the next page
-        starts after (None: no more). It reads `skip` + `count` + 1 jobs, more only when jobs of
-        other states lie between (the state is filtered here: see `jobs`)."""
+        """A page of a collection's jobs in name order, optionally only those in one state; and
+        the row the next page starts after (None: no more). It reads `skip` + `count` + 1 jobs,
+        more only when jobs of other states lie between (the state is filtered here: see
+        `jobs`)."""
+        count, after, skip = bounds.count, bounds.after, bounds.skip
         query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @history"
         parameters = {
             "pk": jobs_partition(collection),
@@ -904,17 +909,12 @@ class Store:
         return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
 
     def history_page(
-        self,
-        job: JobId,
-        count: int,
-        *,
-        status: HistoryStatus | None = None,
-        after: str = "",
-        skip: int = 0,
+        self, job: JobId, bounds: PageBounds, status: HistoryStatus | None = None
     ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
-        """Up to `count` entries of a job's history as (id, entry), newest first, from those
-        after the entry id `after` (ids sort newest first) and `skip` more; and whether more
-        follow. It reads `count` + 1 entries, and only the keys of those it skips."""
+        """A page of a job's history as (id, entry), newest first (entry ids sort newest first),
+        optionally only one status; and whether more follow. It reads `count` + 1 entries, and
+        only the keys of those it skips."""
+        count, after, skip = bounds.count, bounds.after, bounds.skip
         low, _ = _history_range(job)
         if skip:
             keys = self._history_rows(job, status, after, per_page=skip, select=["RowKey"])
