@@ -21,7 +21,8 @@ from shared.domain.problems import InvalidRequest
 # Query parameters that authenticate a request: a link never repeats them.
 KEY_PARAMETERS = frozenset({"code"})
 SKIPTOKEN = "$skiptoken"
-_TOKEN = re.compile(r"[0-9A-Za-z_.:-]{1,100}")  # job keys and history entry ids
+TOKEN_PATTERN = r"[0-9A-Za-z_.:-]{1,100}"  # job keys and history entry ids
+_TOKEN = re.compile(TOKEN_PATTERN)
 
 
 def page(items: list[dict[str, Any]], next_link: str | None) -> ApiResponse:
