@@ -491,11 +491,11 @@ class Store:
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection, every job in it and their history.
 
-        The collection's row goes first: from then on no job write of the collection can
-        succeed, because a creator checks after its insert that its collection (the same
+        The collection's row goes first: from then on no job created in the collection is
+        kept, because a creator checks after its insert that its collection (the same
         incarnation) is still there, and withdraws its job if not (`save_job`'s `within`). So
-        every job inserted before that check is seen by the sweep that follows, and every job
-        inserted after it is withdrawn by its own creator: the deletion wins.
+        every job inserted before the row went is seen by the sweep that follows, and every job
+        whose check comes after it is withdrawn by its own creator: the deletion wins.
         """
         deleted = self._collections.delete(
             collection_partition(collection), collection_row(collection), preconditions
