@@ -38,6 +38,7 @@ from shared.domain.wire import merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import (
+    PageBounds,
     Preconditions,
     Store,
     StoredCloudService,
@@ -221,7 +222,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
-    entries = services.store.history(job, status)[skip : skip + top]
+    entries, _ = services.store.history_page(job, PageBounds(top, skip=skip), status)
     return ApiResponse(200, [classic_history_entry(job.name, *entry) for entry in entries])
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
+from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
 from shared.api.query import equality_filter, page_bounds, whole_number
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
@@ -19,7 +19,7 @@ from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import StoredJob
+from shared.storage.store import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -73,16 +73,33 @@ def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
+    """A collection's jobs in name order: one page, read from where the previous one ended.
+
+    With a `$skiptoken` (from a nextLink) the page starts after the entry it names, and `$skip`
+    only says how many entries came before it; without one, `$skip` entries are skipped.
+    """
     collection = services.store.existing_collection(collection_id(request))
     state = equality_filter(request.query.get("$filter"), "state", JobState)
-    found = services.store.jobs(collection.id, state)
-    return _page(request, [_job_resource(stored) for stored in found])
+    skip, top = page_bounds(request.query)
+    after = skiptoken(request.query)
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, next_after = services.store.jobs_page(collection.id, bounds, state)
+    following = None
+    if next_after is not None:
+        changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: next_after}
+        following = next_link(request, services.settings.public_base_url, changes)
+    return page([_job_resource(stored) for stored in found], following)
 
 
 def list_history(request: ApiRequest, services: Services) -> ApiResponse:
-    """A job's executions, newest first."""
+    """A job's executions, newest first: one page, read from where the previous one ended
+    (see `list_jobs`)."""
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    skip, top = page_bounds(request.query)
+    after = skiptoken(request.query)
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, more = services.store.history_page(job, bounds, status)
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -90,9 +107,13 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
             "name": f"{job.arm_name}/{entry_id}",
             "properties": entry,
         }
-        for entry_id, entry in services.store.history(job, status)
+        for entry_id, entry in found
     ]
-    return _page(request, entries)
+    following = None
+    if more:
+        changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: found[-1][0]}
+        following = next_link(request, services.settings.public_base_url, changes)
+    return page(entries, following)
 
 
 def run_job(request: ApiRequest, services: Services) -> ApiResponse:
@@ -142,23 +163,6 @@ def _switch_collection(
     `jobs_state` ("enables/disables all of the jobs in the job collection", says the API)."""
     services.scheduling.switch_collection(collection_id(request), state, jobs_state, services.now())
     return ApiResponse(200)
-
-
-def _page(request: ApiRequest, items: list[dict[str, Any]]) -> ApiResponse:
-    skip, top = page_bounds(request.query)
-    # The last page says `"nextLink": null`, as the real service's did.
-    following = None
-    if skip + top < len(items):
-        following = _link_with(request.url, {"$skip": str(skip + top), "$top": str(top)})
-    return ApiResponse(200, {"value": items[skip : skip + top], "nextLink": following})
-
-
-def _link_with(url: str, changes: dict[str, str]) -> str:
-    parts = urlsplit(url)
-    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
-             if name.lower() not in {change.lower() for change in changes}]  # fmt: skip
-    query += list(changes.items())
-    return urlunsplit(parts._replace(query=urlencode(query, safe="$'")))
 
 
 def _preview_count(request: ApiRequest) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
+from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
 from shared.api.routes import ROUTES, Route
 from shared.domain.collection import CollectionBody
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
@@ -127,6 +128,7 @@ def _operation(route: Route) -> dict[str, Any]:
     queries: dict[str, dict[str, Any]] = {
         "$top": {"type": "integer", "minimum": 1, "maximum": 100},
         "$skip": {"type": "integer", "minimum": 0},
+        SKIPTOKEN: {"type": "string", "pattern": f"^{TOKEN_PATTERN}$"},
         "$filter": {"type": "string"},
         "count": {"type": "integer", "minimum": 1, "maximum": 100},
     }

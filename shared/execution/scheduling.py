@@ -92,7 +92,7 @@ class Scheduling:
         with self._withdrawn_if_refused(dispatched):
             return self._store.save_job(
                 job, document, preconditions or Preconditions(), slot,
-                max_jobs=quota.max_job_count, now=now,
+                max_jobs=quota.max_job_count, now=now, within=collection,
             )  # fmt: skip
 
     def run_now(self, job: JobId, now: datetime) -> None:
