@@ -14,9 +14,10 @@ from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.routes import ROUTES, Route
-from shared.domain.collection import CollectionBody
+from shared.domain.collection import CollectionBody, CollectionState
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
-from shared.domain.job_definition import JobBody
+from shared.domain.job_definition import FINAL_STATES, HistoryStatus, JobBody, JobState
+from shared.domain.wire import WireEnum
 
 _REF = "#/components/schemas/{model}"
 
@@ -28,7 +29,7 @@ def _name(pattern: str, longest: int) -> dict[str, Any]:
 
 # What a PUT needs that its model, shared with PATCH, leaves optional.
 _REQUIRED_BY_PUT: dict[str, dict[str, Any]] = {
-    "CollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
+    "SentCollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
 }
 
 # Each path parameter's naming rule, so that generated clients and fuzzers make valid names.
@@ -37,6 +38,30 @@ _PATH_PARAMETERS = {
     "resourceGroupName": _name(RESOURCE_GROUP_PATTERN, 90),
     "jobCollectionName": _name(NAME_PATTERN, 100),
     "jobName": _name(NAME_PATTERN, 100),
+}
+
+# What a client sends is described more tightly than what it reads back: a state only the
+# service sets (a job's completed or faulted, a collection's Deleted) is left out, and a
+# request body's schemas are these copies, each `$ref` renamed (see `_sent_schemas`).
+_SENT = {
+    "JobBody": "SentJobBody",
+    "JobProperties": "SentJobProperties",
+    "JobState": "SettableJobState",
+    "CollectionBody": "SentCollectionBody",
+    "CollectionProperties": "SentCollectionProperties",
+    "CollectionState": "SettableCollectionState",
+}
+_SETTABLE = {
+    "SettableJobState": [state for state in JobState if state not in FINAL_STATES],
+    "SettableCollectionState": [
+        state for state in CollectionState if state is not CollectionState.DELETED
+    ],
+}
+# The one $filter each listing reads (shared/api/query.py's equality_filter), spelled as the
+# service spells its values.
+_FILTERS: dict[str, tuple[str, type[WireEnum]]] = {
+    "list_jobs": ("state", JobState),
+    "list_job_history": ("status", HistoryStatus),
 }
 
 _ERRORS = {
@@ -80,7 +105,11 @@ def _schemas() -> dict[str, Any]:
     _, definitions = models_json_schema(
         [(CollectionBody, "validation"), (JobBody, "validation")], ref_template=_REF
     )
-    schemas = dict(definitions["$defs"])
+    # A member left out and one sent as null read the same (null removes one in a PATCH, as
+    # JSON Merge Patch has it); an answer never holds null. So the document has no nulls: a
+    # null `action.request` of a PUT, which the rules refuse, is not described as valid.
+    schemas = {name: _without_nulls(schema) for name, schema in definitions["$defs"].items()}
+    schemas |= _sent_schemas(schemas)
     resource_list = {
         "type": "object",
         "required": ["value"],
@@ -105,6 +134,50 @@ def _schemas() -> dict[str, Any]:
     return schemas
 
 
+def _without_nulls(schema: Any) -> Any:
+    """`schema` with every `{"type": "null"}` alternative, and every null default, left out."""
+    if isinstance(schema, list):
+        return [_without_nulls(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    tightened = {
+        name: _without_nulls(value)
+        for name, value in schema.items()
+        if not (name == "default" and value is None)
+    }
+    alternatives = [
+        option for option in tightened.get("anyOf", ()) if option != {"type": "null"}
+    ]
+    if "anyOf" in tightened and len(alternatives) == 1:
+        del tightened["anyOf"]
+        return alternatives[0] | tightened
+    if "anyOf" in tightened:
+        tightened["anyOf"] = alternatives
+    return tightened
+
+
+def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The request bodies' copies of the models (`_SENT`), with the settable states only."""
+    sent = {
+        _SENT[name]: _renamed_refs(schemas[name]) for name in _SENT if _SENT[name] not in _SETTABLE
+    }
+    for name, states in _SETTABLE.items():
+        sent[name] = {"type": "string", "enum": [state.value for state in states]}
+    return sent
+
+
+def _renamed_refs(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_renamed_refs(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    renamed = {name: _renamed_refs(value) for name, value in schema.items()}
+    if "$ref" in renamed:
+        model = renamed["$ref"].rsplit("/", 1)[-1]
+        renamed["$ref"] = _REF.format(model=_SENT.get(model, model))
+    return renamed
+
+
 def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:
     listed = {**base["properties"], "value": {"type": "array", "items": _ref(model)}}
     return {**base, "properties": listed}
@@ -124,7 +197,7 @@ def _operation(route: Route) -> dict[str, Any]:
     queries: dict[str, dict[str, Any]] = {
         "$top": {"type": "integer", "minimum": 1, "maximum": 100},
         "$skip": {"type": "integer", "minimum": 0},
-        "$filter": {"type": "string"},
+        "$filter": _filter_of(route.name),
         "count": {"type": "integer", "minimum": 1, "maximum": 100},
     }
     parameters += [_query(name, queries[name]) for name in route.query]
@@ -138,14 +211,23 @@ def _operation(route: Route) -> dict[str, Any]:
         "responses": responses,
     }
     if route.body:
-        body: dict[str, Any] = _ref(route.body)
-        if route.method == "PUT" and route.body in _REQUIRED_BY_PUT:
-            body = {"allOf": [body], **_REQUIRED_BY_PUT[route.body]}
+        body: dict[str, Any] = _ref(_SENT[route.body])
+        if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
+            body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": body}},
         }
     return operation
+
+
+def _filter_of(operation: str) -> dict[str, Any]:
+    """`<field> eq '<value>'`, the one $filter a listing reads, as a pattern."""
+    if operation not in _FILTERS:
+        return {"type": "string"}
+    field, values = _FILTERS[operation]
+    choices = "|".join(re.escape(value.value) for value in values)
+    return {"type": "string", "pattern": f"^{field} eq '({choices})'$"}
 
 
 def _ref(model: str) -> dict[str, str]:

@@ -104,8 +104,14 @@ class CollectionBody(WireModel):
     type: str | None = None
     name: str | None = None
     location: Annotated[str, Field(max_length=100)] | None = None
+    # ARM's limits: 50 tags, names of up to 512 characters and values of up to 256 (a name
+    # without a bound could outgrow what a table property holds).
     tags: (
-        Annotated[dict[str, Annotated[str, Field(max_length=256)]], Field(max_length=50)] | None
+        Annotated[
+            dict[Annotated[str, Field(max_length=512)], Annotated[str, Field(max_length=256)]],
+            Field(max_length=50),
+        ]
+        | None
     ) = None
     properties: CollectionProperties | None = None
 

@@ -48,6 +48,9 @@ LARGEST_BODY = 8192
 SHORTEST_RETRY = timedelta(seconds=15)
 SHORTEST_RETRY_FREE = timedelta(hours=1)
 LONGEST_RETRY = relativedelta(months=18)
+# Longer than any 18 months: a wait past it is refused before it is added to a date, where a
+# TimeSpan such as 10675199.02:48:05.4775807 (.NET's largest) would overflow the calendar.
+_LONGER_THAN_LONGEST_RETRY = timedelta(days=18 * 31 + 1)
 MOST_RETRIES = 20
 # Azure's naming rules. They also keep these names from steering a request to any host but one
 # of the configured storage and Service Bus domains.
@@ -86,10 +89,10 @@ def definition_problems(
                 f"the job definition is {size} characters; at most {LARGEST_JOB} are allowed",
             )
         )
-    problems += [
-        FieldError(f"properties.{problem.field}", problem.problem)
-        for problem in timing_problems(properties.starts_at, properties.recurrence, now)
-    ]
+    timing = timing_problems(properties.starts_at, properties.recurrence, now)
+    problems += [FieldError(f"properties.{problem.field}", problem.problem) for problem in timing]
+    if not timing:
+        problems += _never_occurring(properties, now)
     action = properties.action
     problems += _action_problems(action, "properties.action", sku, now)
     if action.error_action is not None:
@@ -105,6 +108,33 @@ def definition_problems(
         if problem.field not in named
     ]
     return problems
+
+
+def _never_occurring(properties: JobProperties, now: datetime) -> list[FieldError]:
+    """A schedule that selects no day at all: a job that would never run, and whose every next
+    occurrence would be looked for up to the end of the calendar."""
+    recurrence = properties.recurrence
+    if recurrence is None or recurrence.schedule is None:
+        return []
+    if not Occurrences(properties.starts_at, recurrence, now).never_match:
+        return []
+    schedule = recurrence.schedule
+    selected = " and ".join(
+        f"among its {name}"
+        for name, values in (
+            ("monthDays", schedule.month_days),
+            ("monthlyOccurrences", schedule.monthly_occurrences),
+        )
+        if values
+    )
+    every = "every month" if recurrence.interval == 1 else f"every {recurrence.interval} months"
+    return [
+        FieldError(
+            "properties.recurrence.schedule",
+            f"never occurs: no month the recurrence reaches ({every} from its start) has a day "
+            f"{selected}",
+        )
+    ]
 
 
 def recurrence_conflict(occurrences: Occurrences, quota: Quota) -> str | None:
@@ -428,7 +458,7 @@ def _interval_problems(
                 f"the least allowed is {_spoken(shortest)}",
             )
         ]
-    if now + interval > now + LONGEST_RETRY:
+    if interval > _LONGER_THAN_LONGEST_RETRY or now + interval > now + LONGEST_RETRY:
         return [FieldError(field, "is longer than 18 months, the most allowed")]
     return []
 
@@ -460,6 +490,8 @@ def _exponential_problems(policy: RetryPolicy, path: str, sku: SkuName) -> list[
 
 
 def _spoken(span: timedelta) -> str:
+    if span.microseconds:  # PT0.5S is half a second, not "0 seconds"
+        return f"{span.total_seconds():.6f}".rstrip("0") + " seconds"
     seconds = int(span.total_seconds())
     for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= length and seconds % length == 0:
