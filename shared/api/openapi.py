@@ -51,10 +51,10 @@ _SENT = {
     "CollectionProperties": "SentCollectionProperties",
     "CollectionState": "SettableCollectionState",
 }
-_SETTABLE = {
-    "SettableJobState": [state for state in JobState if state not in FINAL_STATES],
+_SETTABLE: dict[str, list[str]] = {
+    "SettableJobState": [state.value for state in JobState if state not in FINAL_STATES],
     "SettableCollectionState": [
-        state for state in CollectionState if state is not CollectionState.DELETED
+        state.value for state in CollectionState if state is not CollectionState.DELETED
     ],
 }
 # The one $filter each listing reads (shared/api/query.py's equality_filter), spelled as the
@@ -145,9 +145,7 @@ def _without_nulls(schema: Any) -> Any:
         for name, value in schema.items()
         if not (name == "default" and value is None)
     }
-    alternatives = [
-        option for option in tightened.get("anyOf", ()) if option != {"type": "null"}
-    ]
+    alternatives = [option for option in tightened.get("anyOf", ()) if option != {"type": "null"}]
     if "anyOf" in tightened and len(alternatives) == 1:
         del tightened["anyOf"]
         return alternatives[0] | tightened
@@ -162,7 +160,7 @@ def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
         _SENT[name]: _renamed_refs(schemas[name]) for name in _SENT if _SENT[name] not in _SETTABLE
     }
     for name, states in _SETTABLE.items():
-        sent[name] = {"type": "string", "enum": [state.value for state in states]}
+        sent[name] = {"type": "string", "enum": states}
     return sent
 
 

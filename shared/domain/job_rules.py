@@ -26,6 +26,7 @@ from shared.domain.job_definition import (
     RetryType,
     ServiceBusActionMessage,
     StorageQueueMessage,
+    read_duration,
 )
 from shared.domain.job_document import DEFAULT_RETRY_INTERVAL, DEFAULT_RETRY_INTERVAL_FREE
 from shared.domain.problems import FieldError
@@ -60,6 +61,9 @@ NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]")
 ENTITY_PATH = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?")
 # Characters XML 1.0 cannot carry, even escaped: a StorageQueue message travels inside XML.
 NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# A message's time to live travels as milliseconds in an AMQP uint: a longer one (.NET's
+# TimeSpan.MaxValue among them) failed to encode on every run.
+LONGEST_MESSAGE_LIFE = timedelta(milliseconds=2**32 - 1)
 LONGEST_MESSAGE_PROPERTY = 128  # Service Bus: messageId, sessionId, partitionKey and the like
 _LIMITED_PROPERTIES = ("messageId", "sessionId", "partitionKey", "replyToSessionId",
                        "viaPartitionKey")  # fmt: skip
@@ -393,6 +397,16 @@ def _service_bus_problems(
         for name in _LIMITED_PROPERTIES
         if len(properties.get(name) or "") > LONGEST_MESSAGE_PROPERTY
     ]
+    time_to_live = properties.get("timeToLive")
+    if time_to_live and not timedelta(0) < read_duration(time_to_live) <= LONGEST_MESSAGE_LIFE:
+        problems.append(
+            FieldError(
+                f"{path}.brokeredMessageProperties.timeToLive",
+                f"'{time_to_live[:40]}' is not between 0 and 49 days 17 hours (2^32 - 1 "
+                "milliseconds), the longest a message's AMQP header can say; leave it out for "
+                "the entity's own default",
+            )
+        )
     session, partition = properties.get("sessionId"), properties.get("partitionKey")
     if session and partition and session != partition:
         problems.append(
