@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import isodate
-from pydantic import BeforeValidator, Field, StrictBool, field_validator
+from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
 
 from shared.domain.schedule.recurrence import Recurrence
@@ -94,7 +94,17 @@ def _checked_duration(value: Any) -> Any:
     return value
 
 
-SentDuration = Annotated[str, BeforeValidator(_checked_duration)]
+# Both forms as one JSON Schema pattern, for the OpenAPI document (a sketch of the rules: the
+# parsers above have the last word, on a fraction of a year for one).
+_DURATION_PATTERN = (
+    r"^(P([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+([.,][0-9]+)?S)?)?"
+    r"|([0-9]+\.)?([01]?[0-9]|2[0-3]):[0-5]?[0-9](:[0-5]?[0-9](\.[0-9]{1,7})?)?)$"
+)
+SentDuration = Annotated[
+    str,
+    BeforeValidator(_checked_duration),
+    WithJsonSchema({"type": "string", "pattern": _DURATION_PATTERN}),
+]
 """A duration in either form, kept as sent: the real service echoed a TimeSpan as a TimeSpan.
 Read it with `read_duration`."""
 

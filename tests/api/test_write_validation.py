@@ -434,10 +434,19 @@ def test_page_sizes_are_ascii_digits_only(api: httpx.Client, collection: str, to
     assert "$top" in response.json()["error"]["message"]
 
 
-def test_a_tag_name_longer_than_arm_allows_is_400(api: httpx.Client) -> None:
-    """A tag name had no bound: 40,000 characters outgrew a table property (32K), a 500."""
+TAGS_TOO_LARGE = [
+    # A tag name had no bound: 40,000 characters outgrew the table property (32K) a collection is.
+    ("name-over-arm-limit", {"t" * 40_000: "v"}, "at most 512 characters"),
+    # ARM's own limits, each at its most: 38,701 characters as JSON, still more than it holds.
+    ("fifty-tags-at-arm-maxima", {f"{i:03d}" + "n" * 509: "v" * 256 for i in range(50)},
+     "tags: are 38701 characters written as JSON; at most 16384 are allowed"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tags", "message"), [case[1:] for case in TAGS_TOO_LARGE], ids=[case[0] for case in TAGS_TOO_LARGE])
+def test_tags_that_would_outgrow_a_table_property_are_400(api: httpx.Client, tags: dict[str, str], message: str) -> None:
     path = collection_path(unique("jc"))
-    response = api.put(path, json={"location": "West Europe", "tags": {"t" * 40_000: "v"}, "properties": {"sku": {"name": "Standard"}}})
+    response = api.put(path, json={"location": "West Europe", "tags": tags, "properties": {"sku": {"name": "Standard"}}})
     assert response.status_code == 400, response.text
-    assert "at most 512 characters" in response.json()["error"]["message"]
+    assert message in response.json()["error"]["message"]
     assert api.get(path).status_code == 404

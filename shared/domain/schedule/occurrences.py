@@ -207,6 +207,8 @@ class _Grid:
         calendars within one cycle (_MONTHS_IN_A_CALENDAR_CYCLE), so looking through one cycle
         of periods from the anchor's decides it: a few thousand steps of arithmetic at most,
         where rrule, which stops only at a selected day, would have walked to the year 9999.
+        A grid that is not empty has a selected day in every cycle of its periods, so a search
+        from any instant ends within one cycle too (a February 29th within 8 years).
         """
         if self.frequency is not Frequency.MONTH:
             return False
