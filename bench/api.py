@@ -383,8 +383,8 @@ def write(rows: dict[str, Workload], calls: dict[str, Counter[str]]) -> None:
         "Before the counter stripes a create made six (the collection, the job, a query of the",
         "counter rows, the due-index row, one batch of the job and a counter row, the counter",
         "rows again to check the quota), and more when racing creators lost; a replace and a",
-        "PATCH made the same four as now, each of which the write needs (see the README,",
-        "Performance).",
+        "PATCH made the same four as now, each of which the write needs (see docs/performance.md,",
+        "Management API).",
     ]
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")

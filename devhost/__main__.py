@@ -4,8 +4,9 @@ Starts Azurite (unless --no-azurite) on the project's .azurite/ folder, whose da
 between runs (--fresh empties it first), on its standard ports 10000-10002 when they are free;
 points AzureWebJobsStorage (and StorageQueue actions, SCHEDULER_QUEUE_ENDPOINT_TEMPLATE) at it,
 then runs the app: under `func start` when Azure Functions Core Tools are installed, otherwise
-with this package's own host. It prints Azurite's endpoints and connection string, the base URL
-and the function key, and stops Azurite when it stops.
+with this package's own host. It prints Azurite's endpoints and connection string, the base URL,
+the addresses of the web console and of the health route, and the function key, and stops
+Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
@@ -144,7 +145,7 @@ def _run_own_host(port: int, key: str) -> int:
     listener = listen(port)
 
     def announce() -> None:
-        print(f"Serving on http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
+        _print_addresses(f"http://127.0.0.1:{listener.getsockname()[1]}")
         print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
 
     if count == 1:  # this process is the one worker
@@ -153,8 +154,17 @@ def _run_own_host(port: int, key: str) -> int:
     return run_workers(listener, count, key)
 
 
+def _print_addresses(base_url: str) -> None:
+    """Where the API, the web console and the health route answer: the console is the first
+    thing a newcomer opens, so its address is printed rather than left to the docs."""
+    print(f"Serving on {base_url}", flush=True)
+    print(f"  console  {base_url}/console  (sign in with the function key)", flush=True)
+    print(f"  health   {base_url}/health", flush=True)
+
+
 def _run_core_tools(port: int) -> int:
     print(f"Azure Functions Core Tools found: running `func start --port {port}`.", flush=True)
+    _print_addresses(f"http://127.0.0.1:{port}")
     print("Core Tools do not check function keys locally; send any key or none.", flush=True)
     return subprocess.call(["func", "start", "--port", str(port)], cwd=ROOT)
 

@@ -5,17 +5,21 @@ examples; `HYPOTHESIS_PROFILE=thorough` explores fresh random ones, many more of
 
 Every test that needs a process of its own (Azurite, the local host, the Service Bus test
 broker) is marked `services`, by the fixtures it uses; `make test-fast` runs the others, which
-need none of them (nor the broker's AMQP package, imported only when a broker starts).
+need none of them (nor Node, nor the broker's AMQP package, imported only when a broker starts).
+A test without the mark that starts a process anyway fails, saying so, rather than passing
+where Node and Azurite happen to be installed and erring on a clean clone.
 """
 
 from __future__ import annotations
 
+import multiprocessing.process
 import os
 import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,13 +52,53 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # The fixtures that start processes (or, for the broker, need its AMQP package).
-NEEDS_SERVICES = {"storage", "service", "service_bus", "broker", "secure_azurite", "browser"}
+NEEDS_SERVICES = {
+    "storage", "service", "replay_host", "service_bus", "broker", "secure_azurite", "browser",
+}  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if NEEDS_SERVICES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+
+
+class UnmarkedProcessError(RuntimeError):
+    """A test (or a fixture it uses) started a process without being marked `services`."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _processes_refused_unless_marked(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _processes_refused_unless_marked(item):
+        return (yield)
+
+
+@contextmanager
+def _processes_refused_unless_marked(item: pytest.Item) -> Iterator[None]:
+    """Starting a process (subprocess or multiprocessing) fails in a test not marked `services`:
+    the fixtures that start one belong in NEEDS_SERVICES, a test that does so itself needs
+    `@pytest.mark.services`."""
+    if item.get_closest_marker("services") is not None:
+        yield
+        return
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise UnmarkedProcessError(
+            f"{item.nodeid} starts a process but is not marked `services`: add its fixture to "
+            "NEEDS_SERVICES in tests/conftest.py, or mark the test, so that `make test-fast` "
+            "needs no Node and no Azurite"
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse)
+        patch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+        yield
 
 
 @dataclass(frozen=True)

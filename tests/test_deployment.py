@@ -237,9 +237,9 @@ def test_bicep_sets_exactly_the_settings_marked_for_azure() -> None:
     assert object_keys(declaration) == names(azure=True)
 
 
-def test_the_readme_describes_every_setting() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert [name for name in sorted(names()) if f"`{name}`" not in readme] == []
+def test_the_settings_page_describes_every_setting() -> None:
+    page = (ROOT / "docs" / "settings.md").read_text()
+    assert [name for name in sorted(names()) if f"`{name}`" not in page] == []
 
 
 # --- the Functions host ---

@@ -35,7 +35,7 @@ var appSettings = {
   AzureWebJobsStorage__clientId: identityClientId
   APPLICATIONINSIGHTS_CONNECTION_STRING: insights.properties.ConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
-  // The scheduler's own (README, "Commands").
+  // The scheduler's own (docs/settings.md, "The app's own").
   SCHEDULER_TICK_SCHEDULE: tickSchedule
   SCHEDULER_CLEANUP_SCHEDULE: cleanupSchedule
   SCHEDULER_LOOKAHEAD_SECONDS: string(lookaheadSeconds)

@@ -5,12 +5,33 @@ recordings show them."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import StringConstraints, ValidationError, field_validator
 
-from shared.domain.job_definition import JobProperties
+from shared.domain.job_definition import JobProperties, JobState, settable_state
 from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.wire import WireModel
+
+# The reason a client gives for a change of state (the Java client's `updateStateReason`, sent
+# as `stateDetails`): kept with the job and shown in the console, so a short text.
+LONGEST_STATE_REASON = 1024
+StateReason = Annotated[str, StringConstraints(max_length=LONGEST_STATE_REASON)]
+_NOT_JOB_FIELDS = ("id", "statedetails")  # folded: names match in any case
+_Model = TypeVar("_Model", bound=WireModel)
+
+
+class StateChange(WireModel):
+    """A change of state of every job of a collection: enabled or disabled, and why."""
+
+    state: JobState
+    state_details: StateReason | None = None
+
+    _settable_state = field_validator("state", mode="after")(settable_state)
+
+
+class _StateReasonSent(WireModel):
+    state_details: StateReason | None = None
 
 
 def classic_spelling(value: str) -> str:
@@ -19,19 +40,33 @@ def classic_spelling(value: str) -> str:
     return value[:1].lower() + value[1:]
 
 
-def job_properties(sent: Any) -> JobProperties:
-    """A classic job body read as the properties of an ARM job; `id` is read-only and ignored."""
+def job_fields(sent: Any) -> tuple[dict[str, Any], str | None]:
+    """A classic job body as the job's own fields and the reason sent for its state
+    (`stateDetails`; None when none was sent). `id` is read-only and ignored."""
     if not isinstance(sent, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
+    fields = {name: value for name, value in sent.items() if name.casefold() not in _NOT_JOB_FIELDS}
+    given = {name: value for name, value in sent.items() if name.casefold() == "statedetails"}
+    return fields, _validated(_StateReasonSent, given).state_details
+
+
+def job_properties(fields: dict[str, Any]) -> JobProperties:
+    """A classic job's fields read as the properties of an ARM job."""
+    return _validated(JobProperties, fields)
+
+
+def state_change(sent: Any) -> StateChange:
+    """The body of a change of state of a collection's jobs."""
+    if not isinstance(sent, dict):
+        raise InvalidRequest.because("", "the request body must be a JSON object")
+    return _validated(StateChange, sent)
+
+
+def _validated(model: type[_Model], sent: dict[str, Any]) -> _Model:
     try:
-        return JobProperties.model_validate(without_id(sent))
+        return model.model_validate(sent)
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
-
-
-def without_id(sent: dict[str, Any]) -> dict[str, Any]:
-    """A classic job body without its read-only `id` (in any case)."""
-    return {name: value for name, value in sent.items() if name.casefold() != "id"}
 
 
 def classic_job(name: str, properties: dict[str, Any]) -> dict[str, Any]:

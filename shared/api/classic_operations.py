@@ -23,14 +23,16 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.classic_jobs import (
     classic_history_entry,
     classic_job,
+    job_fields,
     job_properties,
-    without_id,
+    state_change,
 )
 from shared.api.errors import CloudServiceExists, OperationNotFound
 from shared.api.query import equality_filter, page_bounds
 from shared.domain.collection import CollectionBody, new_collection, patched_collection
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobState
+from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import merge_patch
 from shared.services import Services
@@ -179,18 +181,32 @@ def post_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
+    """Change a job (JSON merge patch); the Java client's change of state sends only `state`
+    and the reason for it (`stateDetails`)."""
     job = _job_id(request)
     slot = services.store.job_slot(job)
     if slot.current is None:
         raise NotFound(job)
-    patch = request.json_body()
-    if not isinstance(patch, dict):
-        raise InvalidRequest.because("", "the request body must be a JSON object")
-    merged = job_properties(merge_patch(slot.current.document.definition, without_id(patch)))
+    patch, reason = job_fields(request.json_body())
+    definition = slot.current.document.definition
+    # A secret goes only where it came from (see job_operations.patch_job).
+    staying = secrets_staying(definition, merge_patch(definition, patch))
+    merged = job_properties(merge_patch(staying, patch))
     stored, _ = services.scheduling.save_definition(
-        slot.current.id, merged, services.now(), slot=slot
+        slot.current.id, merged, services.now(), slot=slot, state_reason=reason
     )
     return ApiResponse(200, _job(stored))
+
+
+def switch_jobs(request: ApiRequest, services: Services) -> ApiResponse:
+    """Enable or disable every job of a collection (the Java client's PATCH of `.../jobs`); the
+    jobs as they now are. Completed and faulted jobs stay as they are."""
+    collection = _collection_id(request)
+    change = state_change(request.json_body())
+    jobs = services.scheduling.switch_jobs(
+        collection, change.state, services.now(), reason=change.state_details
+    )
+    return ApiResponse(200, [_job(stored) for stored in jobs])
 
 
 def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
@@ -228,8 +244,10 @@ def get_operation_status(request: ApiRequest, services: Services) -> ApiResponse
 
 
 def _save_job(request: ApiRequest, services: Services, job: JobId) -> ApiResponse:
-    properties = job_properties(request.json_body())
-    stored, created = services.scheduling.save_definition(job, properties, services.now())
+    fields, reason = job_fields(request.json_body())
+    stored, created = services.scheduling.save_definition(
+        job, job_properties(fields), services.now(), state_reason=reason
+    )
     return ApiResponse(201 if created else 200, _job(stored))
 
 

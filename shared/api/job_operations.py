@@ -13,7 +13,7 @@ from shared.api.query import equality_filter, page_bounds, whole_number
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
-from shared.domain.job_document import occurrences_of, stored_definition
+from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import iso, merge_patch
@@ -48,9 +48,13 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.json_body()
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
-    stored_body = {"properties": current.document.definition}
+    definition = current.document.definition
+    merged_body = merge_patch({"properties": definition}, patch)
+    if isinstance(merged_body.get("properties"), dict):  # a secret goes only where it came from
+        staying = secrets_staying(definition, merged_body["properties"])
+        merged_body = merge_patch({"properties": staying}, patch)
     try:
-        merged = JobBody.model_validate(merge_patch(stored_body, patch))
+        merged = JobBody.model_validate(merged_body)
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
     stored, created = services.scheduling.save_definition(

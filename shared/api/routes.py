@@ -82,7 +82,11 @@ ROUTES = [
 
 @dataclass(frozen=True)
 class ClassicRoute:
-    """An operation of the classic API; `api_version` if its route demands `?api-version=`."""
+    """An operation of the classic API; `api_version` if its route demands `?api-version=`.
+
+    A route demands it where every client of the API sent it; where one did not (the Java
+    client reads a collection and switches its jobs with `x-ms-version` alone), the version
+    header is enough and `api-version`, if given, must still be 2014-04-01."""
 
     name: str
     method: str
@@ -117,8 +121,9 @@ CLASSIC_ROUTES = [
     ClassicRoute("classic_delete_job_collection", "DELETE", CLASSIC_COLLECTION,
                  classic.delete_job_collection),
     ClassicRoute("classic_get_job_collection", "GET", SCHEDULER_COLLECTION,
-                 classic.get_job_collection, api_version=True),
+                 classic.get_job_collection),
     ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, classic.list_jobs, api_version=True),
+    ClassicRoute("classic_switch_jobs", "PATCH", CLASSIC_JOBS, classic.switch_jobs),
     ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, classic.post_job, api_version=True),
     ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, classic.get_job, api_version=True),
     ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, classic.put_job, api_version=True),

@@ -51,6 +51,7 @@ def job_row(stored: StoredJob) -> dict[str, Any]:
         "id": stored.id.arm_id,
         "name": stored.id.name,
         "state": document.state.value,
+        "stateReason": document.state_reason,  # why it was put in that state, if a client said
         "schedule": describe_schedule(document.definition),
         "action": action_summary(document.definition["action"]),
         "nextRun": iso(status.next_execution_time) if status.next_execution_time else None,

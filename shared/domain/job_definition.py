@@ -119,6 +119,18 @@ class JobState(WireEnum):
 FINAL_STATES = (JobState.COMPLETED, JobState.FAULTED)
 
 
+def settable_state(state: JobState | None) -> JobState | None:
+    """A state a client may set (a pydantic validator): enabled or disabled, as the final ones
+    are the service's to set."""
+    if state in FINAL_STATES:
+        raise PydanticCustomError(
+            "job_state",
+            "only enabled or disabled can be set; {state} is set by the service",
+            {"state": state.value if state else ""},
+        )
+    return state
+
+
 class HistoryStatus(WireEnum):
     COMPLETED = "Completed"
     FAILED = "Failed"
@@ -317,16 +329,7 @@ class JobProperties(WireModel):
     def starts_at(self) -> datetime | None:
         return parse_iso(self.start_time) if self.start_time else None
 
-    @field_validator("state", mode="after")
-    @classmethod
-    def _settable_state(cls, state: JobState | None) -> JobState | None:
-        if state in FINAL_STATES:
-            raise PydanticCustomError(
-                "job_state",
-                "only enabled or disabled can be set; {state} is set by the service",
-                {"state": state.value if state else ""},
-            )
-        return state
+    _settable_state = field_validator("state", mode="after")(settable_state)
 
 
 class JobBody(WireModel):

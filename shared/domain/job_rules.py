@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from dateutil.relativedelta import relativedelta
 
+from shared.domain.audiences import audience_refusal
 from shared.domain.certificates import UnreadableCertificate, read_pfx
 from shared.domain.collection import MaxRecurrence, Quota, SkuName
 from shared.domain.job_definition import (
@@ -276,11 +277,15 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
             except UnreadableCertificate as unreadable:
                 problems.append(FieldError(f"{path}.authentication.pfx", str(unreadable)))
         if authentication.type is HttpAuthenticationType.MANAGED_SERVICE_IDENTITY:
-            problems += _managed_identity_problems(authentication, f"{path}.authentication")
+            problems += _managed_identity_problems(
+                authentication, f"{path}.authentication", request.uri
+            )
     return problems
 
 
-def _managed_identity_problems(authentication: HttpAuthentication, path: str) -> list[FieldError]:
+def _managed_identity_problems(
+    authentication: HttpAuthentication, path: str, uri: str
+) -> list[FieldError]:
     given = authentication.to_wire()
     # A secret or a tenant sent along would suggest it is used; it is not, so it is refused.
     problems = [
@@ -293,14 +298,19 @@ def _managed_identity_problems(authentication: HttpAuthentication, path: str) ->
         if name not in MANAGED_IDENTITY_FIELDS
     ]
     audience = authentication.audience
+    # Not quoted: what stands in a malformed audience may be a key (`https://u:pw@h/?sig=`).
     if audience and not _is_audience(audience):
         problems.append(
             FieldError(
                 f"{path}.audience",
-                f"'{audience[:100]}' is neither an absolute https URI "
+                "is neither an absolute https URI without user-info, query or fragment "
                 "(https://management.azure.com/) nor an app ID URI (api://...)",
             )
         )
+    elif audience:
+        refusal = audience_refusal(audience, uri)
+        if refusal is not None:
+            problems.append(FieldError(f"{path}.audience", refusal))
     client_id = authentication.client_id
     if client_id is not None and not GUID.fullmatch(client_id):
         problems.append(

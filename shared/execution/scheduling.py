@@ -50,10 +50,11 @@ class Scheduling:
         *,
         preconditions: Preconditions | None = None,
         slot: JobSlot | None = None,
+        state_reason: str | None = None,
     ) -> tuple[StoredJob, bool]:
         """Create or replace a job's definition, checked against every rule and its collection's
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
-        read it, if it did."""
+        read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
         collection = self._store.existing_collection(job.collection)
         sku = SkuName(collection.document["properties"]["sku"]["name"])
         slot = slot or self._store.job_slot(job)
@@ -79,6 +80,7 @@ class Scheduling:
             sku=sku,
             region=collection.document.get("location") or "",
             previous=current.document if current else None,
+            state_reason=state_reason,
         )
         self._dispatcher.dispatch([Delivery(job, now, entry) for entry in document.pending], now)
         return self._store.save_job(
@@ -99,27 +101,54 @@ class Scheduling:
                 return
         raise ModifiedConcurrently("job")
 
+    def switch_jobs(
+        self, collection: CollectionId, state: JobState, now: datetime, *, reason: str | None
+    ) -> list[StoredJob]:
+        """Every job of the collection that is not final put in `state`, for `reason` (the
+        classic API's change of a collection's jobs); the jobs as they now are. Enabling is
+        checked as one job's change is: if a job would run more often than the collection's
+        quota now allows, the change is Refused before anything is written."""
+        stored = self._store.existing_collection(collection)
+        if state is JobState.ENABLED:
+            quota = effective_quota(stored.document)
+            for job in self._store.jobs(collection):
+                if job.document.final or job.document.enabled:
+                    continue
+                conflict = recurrence_conflict(job.document.schedule, quota)
+                if conflict:
+                    raise Refused(f"The job '{job.id.name}' cannot be enabled. {conflict}")
+        self.set_job_states(collection, state, now, reason=reason)
+        return self._store.jobs(collection)
+
     def set_job_states(
-        self, collection: CollectionId, state: JobState | None, now: datetime
+        self,
+        collection: CollectionId,
+        state: JobState | None,
+        now: datetime,
+        *,
+        reason: str | None = None,
     ) -> None:
-        """Set every job's state (None keeps each one's); enabled jobs resume, without catch-up.
-        A job written meanwhile by someone else is read again and changed as it now is."""
+        """Set every job's state (None keeps each one's), for `reason` if one was given; enabled
+        jobs resume, without catch-up. A job written meanwhile by someone else is read again and
+        changed as it now is."""
         for _ in optimistic_attempts():
             try:
-                self._set_job_states_once(collection, state, now)
+                self._set_job_states_once(collection, state, now, reason)
                 return
             except ModifiedConcurrently:
                 continue
         raise ModifiedConcurrently("job collection")
 
     def _set_job_states_once(
-        self, collection: CollectionId, state: JobState | None, now: datetime
+        self, collection: CollectionId, state: JobState | None, now: datetime, reason: str | None
     ) -> None:
         changed, deliveries = [], []
         for stored in self._store.jobs(collection):
             if stored.document.final:
                 continue
-            document = stored.document if state is None else stored.document.with_state(state)
+            document = stored.document
+            if state is not None:
+                document = document.with_state(state, reason)
             added: list[Pending] = []
             if document.enabled:
                 document, added = resumed(document, now)

@@ -104,7 +104,7 @@ def subscription() -> str:
 
 @pytest.fixture
 def legacy(service: Service, subscription: str) -> SchedulerManagementService:
-    """The unmodified legacy client, pointed at the local host as README shows."""
+    """The unmodified legacy client, pointed at the local host as docs/classic-api.md shows."""
     session = requests.Session()
     session.headers["x-functions-key"] = service.key
     client = SchedulerManagementService(
@@ -389,6 +389,16 @@ BAD_INPUT = [
     ("no-such-job", "GET", f"{JOBS}/missing{V}", {}, None, 404, "NotFound", "Job 'missing' cannot be found."),
     ("bad-top", "GET", f"{JOBS}{V}&$top=0", {}, None, 400, "BadRequest", "$top: 0 is out of range"),
     ("bad-state-filter", "GET", f"{JOBS}{V}&$filter=state%20eq%20sleeping", {}, None, 400, "BadRequest", "$filter"),
+    ("collection-arm-api-version", "GET", "/cloudservices/cs/resources/scheduler/~/jobCollections/jc?api-version=2016-03-01", {}, None, 400, "InvalidApiVersionParameter", "'2016-03-01'"),
+    ("switch-arm-api-version", "PATCH", f"{JOBS}?api-version=2016-03-01", {}, {"state": "enabled"}, 400, "InvalidApiVersionParameter", "'2016-03-01'"),
+    ("switch-to-final-state", "PATCH", JOBS, {}, {"state": "completed"}, 400, "BadRequest", "state: only enabled or disabled"),
+    ("switch-without-state", "PATCH", JOBS, {}, {"stateDetails": "why"}, 400, "BadRequest", "state: is required"),
+    ("switch-unknown-property", "PATCH", JOBS, {}, {"state": "disabled", "recurrence": {}}, 400, "BadRequest", "recurrence: is not a known property"),
+    ("switch-array-body", "PATCH", JOBS, {}, [], 400, "BadRequest", "JSON object"),
+    ("switch-in-no-collection", "PATCH", "/cloudservices/cs/resources/scheduler/~/jobCollections/none/jobs", {}, {"state": "enabled"}, 404, "ResourceNotFound", "job collection 'none'"),
+    ("reason-not-text", "PUT", f"{JOBS}/j{V}", {}, http_job(stateDetails=5), 400, "BadRequest", "stateDetails: must be a string"),
+    ("reason-too-long", "PUT", f"{JOBS}/j{V}", {}, http_job(stateDetails="x" * 1025), 400, "BadRequest", "stateDetails: string should have at most 1024 characters"),
+    ("switch-reason-too-long", "PATCH", JOBS, {}, {"state": "enabled", "stateDetails": "x" * 1025}, 400, "BadRequest", "stateDetails: string should have at most 1024 characters"),
     ("unknown-operation", "GET", f"/operations/{'0' * 32}", {}, None, 404, "ResourceNotFound", "no operation"),
     # What answered 500, or cost seconds (issue 30).
     ("future-version-header", "GET", "/cloudservices", {"x-ms-version": "9999-99-99"}, None, 400, "MissingOrIncorrectVersionHeader", "versioning header"),

@@ -44,7 +44,7 @@ CLOCK_OR_IDENTITY = {
     "properties.action.request.authentication.certificateThumbprint",
 }
 # Recorded calls this service answers differently on purpose: (recording, call index) -> why.
-# README's compatibility section lists each of them.
+# docs/compatibility.md lists each of them.
 DELIBERATE_DEVIATIONS: dict[tuple[str, int], str] = {}
 RECORDINGS = all_recordings()
 

@@ -17,6 +17,7 @@ from shared.console.views import (
 )
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
 from shared.storage.store import StoredCollection, StoredJob
@@ -165,3 +166,11 @@ def test_headers_that_carry_credentials_are_masked() -> None:
         "Ocp-Apim-Subscription-Key": "***",
         "Content-Type": "x",
     }
+
+
+def test_a_job_shows_the_reason_its_state_was_set_for() -> None:
+    quiet = stored_job("quiet", http_job())
+    assert job_row(quiet)["stateReason"] is None
+    paused = StoredJob(quiet.id, quiet.document.with_state(JobState.DISABLED, "paused for the migration"), "etag")
+    assert (job_row(paused)["state"], job_row(paused)["stateReason"]) == ("disabled", "paused for the migration")
+    assert job_detail(paused, NOW)["stateReason"] == "paused for the migration"

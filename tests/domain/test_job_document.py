@@ -30,6 +30,7 @@ def test_every_field_survives_the_round_trip_through_json() -> None:
         history_count=7,
         ended_at=T0 + timedelta(hours=1),
         region="westeurope",
+        state_reason="paused for the migration",
     )  # fmt: skip
     assert JobDocument.from_json(document.to_json()) == document
 
@@ -101,3 +102,19 @@ def test_a_disabled_job_that_never_ran_shows_no_status_and_one_that_ran_does() -
     assert ran.public_properties()["status"] == {"executionCount": 1, "failureCount": 0, "faultedCount": 0,
                                                  "lastExecutionTime": "2026-11-24T09:00:00.25Z"}  # fmt: skip
     assert JobDocument.defined(DEFINITION, T0).public_properties()["status"]["executionCount"] == 0
+
+
+def test_a_state_reason_belongs_to_the_change_of_state_it_came_with() -> None:
+    enabled = JobDocument.defined(DEFINITION, T0)
+    paused = enabled.with_state(JobState.DISABLED, "paused for the migration")
+    assert paused.state_reason == "paused for the migration"
+    assert paused.with_state(JobState.DISABLED).state_reason == "paused for the migration"  # no change
+    assert paused.with_state(JobState.DISABLED, "still migrating").state_reason == "still migrating"
+    assert paused.with_state(JobState.DISABLED, "").state_reason is None  # cleared, said explicitly
+    assert paused.with_state(JobState.ENABLED).state_reason is None  # it explained the old state
+    assert paused.with_state(JobState.COMPLETED).state_reason is None  # the service's own change
+    # A redefinition keeps the reason while the state stays, and takes a new one with it.
+    disabled = {**DEFINITION, "state": "disabled"}
+    assert JobDocument.defined(disabled, T0, previous=paused).state_reason == "paused for the migration"
+    assert JobDocument.defined(DEFINITION, T0, previous=paused).state_reason is None
+    assert JobDocument.defined(DEFINITION, T0, previous=paused, state_reason="done").state_reason == "done"

@@ -95,7 +95,7 @@ def test_a_failing_target_is_retried_per_policy_then_the_error_action_runs(pipel
     assert "'503 Service Unavailable'" in history[0]["message"]
     status = pipeline.job(job).document.status
     assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 3, 1)
-    # Its only occurrence faulted: a one-off job ends Faulted (README, execution decisions).
+    # Its only occurrence faulted: a one-off job ends Faulted (docs/behaviour.md#completed-and-faulted).
     assert pipeline.job(job).document.definition["state"] == "faulted"
 
 

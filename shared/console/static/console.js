@@ -100,6 +100,13 @@ function badge(text) {
   return h("span", { class: `badge ${text}` }, text);
 }
 
+// A job's state, with the reason a client gave when it set it (the classic API's stateDetails).
+function jobState(job) {
+  if (!job.stateReason) return badge(job.state);
+  return h("span", { class: "state" }, badge(job.state), " ",
+    h("small", { class: "reason" }, job.stateReason));
+}
+
 function cell(label, ...content) {
   return h("td", { "data-label": label }, ...content);
 }
@@ -227,7 +234,7 @@ async function collectionView(subscription, group, name) {
   const rows = jobs.map((job) => h("tr", {},
     cell("Job", h("a", { href: `#/collections/${path}/jobs/${encodeURIComponent(job.name)}`,
       "data-focus": `open:${job.id}` }, job.name)),
-    cell("State", badge(job.state)),
+    cell("State", jobState(job)),
     cell("Schedule", job.schedule),
     cell("Action", job.action),
     cell("Next run", when(job.nextRun)),
@@ -317,7 +324,7 @@ async function jobView(subscription, group, name, jobName) {
   return [
     h("h1", {}, `Job ${job.name}`),
     h("dl", { class: "facts" },
-      h("dt", {}, "State"), h("dd", {}, badge(job.state)),
+      h("dt", {}, "State"), h("dd", {}, jobState(job)),
       h("dt", {}, "Schedule"), h("dd", {}, job.schedule),
       h("dt", {}, "Action"), h("dd", {}, job.action),
       h("dt", {}, "Next run"), h("dd", {}, when(job.nextRun)),

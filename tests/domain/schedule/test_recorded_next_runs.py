@@ -15,7 +15,7 @@ from shared.domain.job_document import JobDocument
 from shared.domain.wire import parse_iso
 from tests.recorded import all_recordings
 
-# The one recorded instant the engine does not reproduce, on purpose (README, compatibility).
+# The one recorded instant the engine does not reproduce, on purpose (docs/compatibility.md).
 # A one-off job whose startTime had passed was answered with a next execution about 20 s after
 # the call (20:40:55.47 for a PUT answered at 20:40:35). Nothing in the documentation asks for
 # that delay ("run once, immediately"), and the value looks like the moment the real service's
