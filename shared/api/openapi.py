@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
@@ -108,7 +109,9 @@ def _schemas() -> dict[str, Any]:
     # A member left out and one sent as null read the same (null removes one in a PATCH, as
     # JSON Merge Patch has it); an answer never holds null. So the document has no nulls: a
     # null `action.request` of a PUT, which the rules refuse, is not described as valid.
-    schemas = {name: _without_nulls(schema) for name, schema in definitions["$defs"].items()}
+    schemas = {
+        name: _rewritten(schema, _without_nulls) for name, schema in definitions["$defs"].items()
+    }
     schemas |= _sent_schemas(schemas)
     resource_list = {
         "type": "object",
@@ -134,16 +137,19 @@ def _schemas() -> dict[str, Any]:
     return schemas
 
 
-def _without_nulls(schema: Any) -> Any:
-    """`schema` with every `{"type": "null"}` alternative, and every null default, left out."""
+def _rewritten(schema: Any, rewrite: Callable[[dict[str, Any]], Any]) -> Any:
+    """`schema` with `rewrite` applied to each object in it, the innermost first."""
     if isinstance(schema, list):
-        return [_without_nulls(item) for item in schema]
+        return [_rewritten(item, rewrite) for item in schema]
     if not isinstance(schema, dict):
         return schema
+    return rewrite({name: _rewritten(value, rewrite) for name, value in schema.items()})
+
+
+def _without_nulls(schema: dict[str, Any]) -> Any:
+    """An object of a schema without its `{"type": "null"}` alternative or its null default."""
     tightened = {
-        name: _without_nulls(value)
-        for name, value in schema.items()
-        if not (name == "default" and value is None)
+        name: value for name, value in schema.items() if not (name == "default" and value is None)
     }
     alternatives = [option for option in tightened.get("anyOf", ()) if option != {"type": "null"}]
     if "anyOf" in tightened and len(alternatives) == 1:
@@ -157,23 +163,20 @@ def _without_nulls(schema: Any) -> Any:
 def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
     """The request bodies' copies of the models (`_SENT`), with the settable states only."""
     sent = {
-        _SENT[name]: _renamed_refs(schemas[name]) for name in _SENT if _SENT[name] not in _SETTABLE
+        _SENT[name]: _rewritten(schemas[name], _renamed_ref)
+        for name in _SENT
+        if _SENT[name] not in _SETTABLE
     }
     for name, states in _SETTABLE.items():
         sent[name] = {"type": "string", "enum": states}
     return sent
 
 
-def _renamed_refs(schema: Any) -> Any:
-    if isinstance(schema, list):
-        return [_renamed_refs(item) for item in schema]
-    if not isinstance(schema, dict):
+def _renamed_ref(schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" not in schema:
         return schema
-    renamed = {name: _renamed_refs(value) for name, value in schema.items()}
-    if "$ref" in renamed:
-        model = renamed["$ref"].rsplit("/", 1)[-1]
-        renamed["$ref"] = _REF.format(model=_SENT.get(model, model))
-    return renamed
+    model = schema["$ref"].rsplit("/", 1)[-1]
+    return schema | {"$ref": _REF.format(model=_SENT.get(model, model))}
 
 
 def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:

@@ -381,20 +381,17 @@ NEVER = [
      "properties.recurrence.schedule: never occurs: no month the recurrence reaches (every 12 months from its start) has "
      "a day among its monthDays"),
 ]  # fmt: skip
+RETRY_INTERVAL = "properties.action.retryPolicy.retryInterval: "
+TOO_LONG, FRACTION = "is longer than 18 months, the most allowed", "has a fraction of a year or a month"
+ARABIC_INDIC = "\u0660\u0660:\u0660\u0661:\u0660\u0660"
 REFUSED_INPUTS = [
     # A TimeSpan of .NET's largest value, and one of 3 million days: the date arithmetic overflowed.
-    ("timespan-max-value", job(retrying("10675199.02:48:05.4775807")),
-     "properties.action.retryPolicy.retryInterval: is longer than 18 months, the most allowed"),
-    ("three-million-days", job(retrying("3000000.00:00:00")),
-     "properties.action.retryPolicy.retryInterval: is longer than 18 months, the most allowed"),
-    ("iso-three-million-days", job(retrying("P3000000D")),
-     "properties.action.retryPolicy.retryInterval: is longer than 18 months, the most allowed"),
-    ("arabic-indic-timespan", job(retrying("\u0660\u0660:\u0660\u0661:\u0660\u0660")),
-     "properties.action.retryPolicy.retryInterval: '\u0660\u0660:\u0660\u0661:\u0660\u0660' is not an ISO 8601 duration"),
-    ("half-a-year", job(retrying("P0.5Y")),
-     "properties.action.retryPolicy.retryInterval: 'P0.5Y' has a fraction of a year or a month"),
-    ("one-and-a-half-months", job(retrying("P1,5M")),
-     "properties.action.retryPolicy.retryInterval: 'P1,5M' has a fraction of a year or a month"),
+    ("timespan-max-value", job(retrying("10675199.02:48:05.4775807")), RETRY_INTERVAL + TOO_LONG),
+    ("three-million-days", job(retrying("3000000.00:00:00")), RETRY_INTERVAL + TOO_LONG),
+    ("iso-three-million-days", job(retrying("P3000000D")), RETRY_INTERVAL + TOO_LONG),
+    ("arabic-indic-timespan", job(retrying(ARABIC_INDIC)), f"{RETRY_INTERVAL}'{ARABIC_INDIC}' is not an ISO 8601 duration"),
+    ("half-a-year", job(retrying("P0.5Y")), f"{RETRY_INTERVAL}'P0.5Y' {FRACTION}"),
+    ("one-and-a-half-months", job(retrying("P1,5M")), f"{RETRY_INTERVAL}'P1,5M' {FRACTION}"),
     # Sent as milliseconds in an AMQP uint: failed on every run (tests/actions/test_message_actions.py).
     ("service-bus-time-to-live-beyond-amqp", job(service_bus(brokeredMessageProperties={"timeToLive": "10675199.02:48:05.4775807"})),
      "properties.action.serviceBusQueueMessage.brokeredMessageProperties.timeToLive: '10675199.02:48:05.4775807' is not "
