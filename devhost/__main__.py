@@ -10,8 +10,10 @@ and the function key, and stops Azurite when it stops.
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
 FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`);
-PYTHON_THREADPOOL_THREAD_COUNT (1 to 32) is how many plain functions each runs at once
-(`devhost.invocation`).
+PYTHON_THREADPOOL_THREAD_COUNT (1 or more; invalid: a warning and the default) is how many plain
+functions each runs at once, read as Azure's Python worker reads it (`devhost.invocation`, or the
+runtime library itself: `devhost.runtime`). On Python 3.13+ the functions run through the runtime
+library (`devhost.runtime`); DEVHOST_INVOCATION=direct calls them directly.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from devhost import azurite, worker
-from devhost.invocation import sync_thread_count
+from devhost import azurite, runtime, worker
 from devhost.processes import listen, run_workers, worker_process_count
 from shared.logs import quiet_third_party_loggers
 
@@ -137,7 +138,7 @@ def _load_local_settings() -> None:
 def _run_own_host(port: int, key: str) -> int:
     try:
         count = worker_process_count(os.environ)
-        sync_thread_count(os.environ)  # read by each worker; a wrong value stops the host now
+        invocation = runtime.describe(os.environ)
     except ValueError as problem:
         print(problem, file=sys.stderr)
         return 1
@@ -146,6 +147,7 @@ def _run_own_host(port: int, key: str) -> int:
     def announce() -> None:
         print(f"Serving on http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
         print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
+        print(f"{invocation}, on Python {sys.version.split()[0]}", flush=True)
 
     if count == 1:  # this process is the one worker
         return worker.serve(listener, key, runs_timers=True, on_ready=announce)
