@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     options = _arguments().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     quiet_third_party_loggers()  # the SDKs and httpx log every request, URL and all, at INFO
-    _load_local_settings()
+    load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
     key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
 
@@ -125,7 +125,7 @@ def _print_azurite(emulator: azurite.Azurite) -> None:
         )
 
 
-def _load_local_settings() -> None:
+def load_local_settings() -> None:
     """Values from local.settings.json (or its sample), under what the environment already says."""
     for name in ("local.settings.json", "local.settings.sample.json"):
         path = ROOT / name

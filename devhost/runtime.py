@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,7 +90,8 @@ class RuntimeFunction:
         self._worker = worker
         self.function_id: str = metadata.function_id
         self.name: str = metadata.name
-        self.bindings = [json.loads(raw) for raw in metadata.raw_bindings]
+        self._raw_bindings: list[str] = list(metadata.raw_bindings)
+        self.bindings = [json.loads(raw) for raw in self._raw_bindings]
         trigger = [b for b in self.bindings if str(b["type"]).endswith("Trigger")]
         if len(trigger) != 1:
             raise ValueError(f"function {self.name} has {len(trigger)} triggers, not one")
@@ -97,6 +99,10 @@ class RuntimeFunction:
 
     def get_function_name(self) -> str:
         return self.name
+
+    def get_raw_bindings(self) -> list[str]:
+        """Each binding as the library reports it: a JSON object, as in function.json."""
+        return self._raw_bindings
 
     def get_trigger(self) -> _Trigger:
         return _Trigger(self._trigger)
@@ -128,6 +134,8 @@ class RuntimeWorker:
 
     def start(self) -> list[RuntimeFunction]:
         """Init (which indexes the app), metadata, load: the app's functions, ready to invoke."""
+        if str(self._directory) not in sys.path:  # the library imports function_app by name
+            sys.path.insert(0, str(self._directory))
         return list(on_event_loop(self._start()))
 
     async def _start(self) -> list[RuntimeFunction]:

@@ -49,7 +49,6 @@ def serve(
     end: the parent died without stopping this worker). `on_ready` is called once requests are
     served. Queue messages come from `host_channel` if given; otherwise this worker polls.
     """
-    sys.path.insert(0, str(ROOT))
     extensions = host_extensions()
     route_prefix = extensions.get("http", {}).get("routePrefix", "api")
     functions = declared_functions()
@@ -98,6 +97,8 @@ def declared_functions() -> list[Any]:
     """The app's functions, with what to call for each: through the runtime library where it is
     installed (`devhost.runtime`, which indexes function_app.py itself), otherwise the app's own
     declarations, called directly."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     if uses_runtime(os.environ):
         return list(start_worker())
     import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
