@@ -9,7 +9,7 @@ and the function key, and stops Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
-FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`);
+FUNCTIONS_WORKER_PROCESS_COUNT (up to 10) runs that many worker processes (`devhost.processes`);
 PYTHON_THREADPOOL_THREAD_COUNT (1 or more; invalid: a warning and the default) is how many plain
 functions each runs at once, read as Azure's Python worker reads it (`devhost.invocation`, or the
 runtime library itself: `devhost.runtime`). On Python 3.13+ the functions run through the runtime
