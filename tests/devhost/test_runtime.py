@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Service
+
 pytest.importorskip("azure_functions_runtime")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,3 +145,9 @@ def test_each_trigger_reaches_the_function_and_back_through_the_library(tmp_path
          "inserted": "2026-11-27T01:02:03+00:00"},
         {"past_due": True},
     ]
+
+
+def test_the_session_host_runs_the_functions_through_the_library(service: Service) -> None:
+    """So the API, executor and timer tests, run on this Python, go through the library."""
+    started = service.log.read_text()
+    assert "Functions run through the Azure Functions Python runtime library (azure-functions-runtime" in started
