@@ -17,11 +17,13 @@ OLDER_PYTHON := $(shell for candidate in python3.11 $$(pyenv root 2>/dev/null)/v
 	python3.12 $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3; do \
 	"$$candidate" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info < (3, 13))' >/dev/null 2>&1 \
 	&& { echo "$$candidate"; break; }; done)
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 IS_313 := $(shell $(PYTHON) -c 'import sys; print("yes" if sys.version_info >= (3, 13) else "")' 2>/dev/null)
 VENV     := .venv
 BIN      := $(VENV)/bin
-RUNDEPS  := $(VENV)/.installed-run
-TESTDEPS := $(VENV)/.installed-test
+# Named by the Python version, so that choosing another Python makes .venv again.
+RUNDEPS  := $(VENV)/.installed-run-$(PY_VERSION)
+TESTDEPS := $(VENV)/.installed-test-$(PY_VERSION)
 NODEDEPS := node_modules/.installed
 OLDER_VENV := .venv311
 OLDER_DEPS := $(OLDER_VENV)/.installed-test
@@ -33,9 +35,8 @@ OLDER_DEPS := $(OLDER_VENV)/.installed-test
 $(RUNDEPS): requirements.txt devhost/requirements.txt
 	@test -n "$(PYTHON)" && $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "Python 3.11 or newer is needed, 3.13 preferred (set PYTHON=...)" >&2; exit 1; }
-	@wanted=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
-	if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$$wanted" ]; then \
-		echo "$(VENV) was made with another Python than $(PYTHON) ($$wanted): making it again"; \
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PY_VERSION)" ]; then \
+		echo "$(VENV) was made with another Python than $(PYTHON) ($(PY_VERSION)): making it again"; \
 		rm -rf $(VENV); \
 	fi
 	@echo "Installing the app's Python packages into $(VENV) with $(PYTHON) (first run only)..."
