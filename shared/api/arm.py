@@ -122,12 +122,12 @@ def serve(
     if response.body is None:
         answer = func.HttpResponse(status_code=response.status, headers=headers)
     else:
+        # The header itself, not mimetype and charset: the Python worker's converter writes a
+        # charset only for text/* types, and ARM answers `application/json; charset=utf-8`.
         answer = func.HttpResponse(
             json.dumps(response.body, separators=(",", ":")),
             status_code=response.status,
-            headers=headers,
-            mimetype="application/json",
-            charset="utf-8",
+            headers={**headers, "Content-Type": "application/json; charset=utf-8"},
         )
     log_access(request, response.status, started)
     return answer

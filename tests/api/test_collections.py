@@ -308,3 +308,11 @@ def test_nesting_is_judged_by_one_limit_on_every_python(api: httpx.Client) -> No
     response = api.put(collection_path(unique()), content=deep, headers={"Content-Type": "application/json"})
     assert response.status_code == 400
     assert "the request body is nested too deeply" in response.json()["error"]["message"]
+
+
+def test_answers_say_json_in_utf_8_as_arm_does(api: httpx.Client) -> None:
+    """The header as ARM sends it, whichever path invokes the function: the Python worker's
+    converter writes a charset only for text/* types, so the app writes the header itself."""
+    response = api.put(collection_path(unique()), json={"location": "West Europe", "properties": {"sku": {"name": "Standard"}}})
+    assert response.status_code in (200, 201), response.text
+    assert response.headers["content-type"] == "application/json; charset=utf-8"
