@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import secrets
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -256,7 +255,7 @@ def api_costs(host: LocalHost, meter: Meter, jobs: int) -> dict[str, Cost]:
 
 
 def execution_cost(
-    host: LocalHost, meter: Meter, calls: Calls, target: str, rate: float, measure: float
+    host: LocalHost, meter: Meter, calls: Calls, target: str, *, rate: float, measure: float
 ) -> Cost:
     """Jobs once a minute, `rate` a second, created through the API; measured for `measure`
     seconds once each has run once (their first minute warms the host up)."""
@@ -305,7 +304,7 @@ def measure_run(options: argparse.Namespace) -> Run:
         costs = api_costs(host, meter, options.api_jobs)
         target_url = f"http://127.0.0.1:{target.port}/hook"
         costs["execute"] = execution_cost(host, meter, Calls(work / "calls.log"), target_url,
-                                          options.rate, options.measure)  # fmt: skip
+                                          rate=options.rate, measure=options.measure)  # fmt: skip
     finally:
         if host is not None:
             host.stop()
@@ -339,8 +338,8 @@ def report(run: Run, options: argparse.Namespace) -> str:
     lines = [
         "# CPU per execution and per request",
         "",
-        f"Measured {run.when} by `python -m bench.cpu` on {run.machine}; the host: {run.host_python}",
-        f"(code at {run.commit}). Other processes may have shared the cores.",
+        f"Measured {run.when} by `python -m bench.cpu` on {run.machine}; the host:",
+        f"{run.host_python} (code at {run.commit}). Other processes may have shared the cores.",
         "",
         f"{options.api_jobs} jobs created, replaced and read by {CLIENTS} clients; then"
         f" {round(run.rate * 60)} jobs once a minute ({run.rate:g} executions/s), measured for"
