@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import ValidationError
-
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.query import equality_filter, page_bounds, whole_number
@@ -15,7 +13,7 @@ from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, stored_definition
 from shared.domain.job_rules import definition_problems
-from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.problems import InvalidRequest
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
@@ -49,10 +47,8 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
     stored_body = {"properties": current.document.definition}
-    try:
-        merged = JobBody.model_validate(merge_patch(stored_body, patch))
-    except ValidationError as invalid:
-        raise InvalidRequest(field_errors(invalid)) from None
+    # What is stored holds only known properties: whatever is ignored came with the patch.
+    merged = request.read(JobBody, merge_patch(stored_body, patch))
     stored, created = services.scheduling.save_definition(
         current.id,
         merged.properties,

@@ -89,7 +89,6 @@ REFUSED = [
     ("a-secret-along", identity(secret="s3cr3t-value"),
      f"{AUTHENTICATION}.secret: does not go with ManagedServiceIdentity authentication, which takes only audience and clientId"),
     ("a-tenant-along", identity(tenant="contoso.onmicrosoft.com"), f"{AUTHENTICATION}.tenant: does not go with"),
-    ("an-unknown-field", identity(resource=ARM), f"{AUTHENTICATION}.resource: is not a known property"),
 ]  # fmt: skip
 
 
