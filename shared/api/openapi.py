@@ -14,6 +14,8 @@ from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.routes import ROUTES, Route
+from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
+from shared.api.template_operations import ImportRequest
 from shared.domain.collection import CollectionBody
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
 from shared.domain.job_definition import JobBody
@@ -78,9 +80,10 @@ def document() -> dict[str, Any]:
 
 def _schemas() -> dict[str, Any]:
     _, definitions = models_json_schema(
-        [(CollectionBody, "validation"), (JobBody, "validation")], ref_template=_REF
+        [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
+        ref_template=_REF,
     )
-    schemas = dict(definitions["$defs"])
+    schemas = dict(definitions["$defs"]) | TEMPLATE_SCHEMAS
     resource_list = {
         "type": "object",
         "required": ["value"],
