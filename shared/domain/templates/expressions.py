@@ -194,8 +194,8 @@ class NeedsAzure(ExpressionError):
 
     def __init__(self, call: str) -> None:
         super().__init__(
-            f'needs Azure to answer {call}: supply its value in `supplied` under "{call}", '
-            "or the property's value in `properties`"
+            f'needs Azure to answer {call}: give its value in expressionValues under "{call}", '
+            "or the property's value in propertyValues"
         )
         self.call = call
 
