@@ -184,7 +184,13 @@ class Scope:
     def _supplied(self, node: Call) -> Any:
         wanted = canonical(node)
         for spelled, value in self.supplied.items():
-            if canonical(spelled) == wanted:
+            try:
+                matches = canonical(spelled) == wanted
+            except ExpressionError:
+                raise ExpressionError(
+                    f"needs the value given for {spelled[:200]!r}, which is not an expression"
+                ) from None
+            if matches:
                 return value
         raise NeedsAzure(node.source())
 
