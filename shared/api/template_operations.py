@@ -3,7 +3,9 @@ resources applied to a resource group, and collections written back as a templat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import WithJsonSchema
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
@@ -16,13 +18,35 @@ from shared.execution.template_import import TemplateImport
 from shared.services import Services
 from shared.storage.store import StoredCollection
 
+# What the OpenAPI document says of a template and its parameters: the shape the import reads
+# (shared/domain/templates/deployment.py checks it, with messages in the template's terms).
+_RESOURCE_SCHEMA = {
+    "type": "object",
+    "required": ["type", "name"],
+    "properties": {"type": {"type": "string"}, "name": {"type": "string", "minLength": 1}},
+}
+_TEMPLATE_SCHEMA = {
+    "type": "object",
+    "required": ["resources"],
+    "properties": {
+        "parameters": {"type": "object"},
+        "variables": {"type": "object"},
+        "resources": {"type": "array", "items": _RESOURCE_SCHEMA},
+    },
+}
+_PARAMETERS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {"type": "object", "required": ["value"]},
+}
+
 
 class ImportRequest(WireModel):
     """What an import takes: the template (JSON, as `az bicep build` or the portal's export
     writes it) and what it needs that only the caller knows."""
 
-    template: dict[str, Any]
-    parameters: dict[str, Any] | None = None  # ARM's {"name": {"value": ...}} or a file
+    template: Annotated[dict[str, Any], WithJsonSchema(_TEMPLATE_SCHEMA)]
+    # ARM's {"name": {"value": ...}}, or a whole parameters file
+    parameters: Annotated[dict[str, Any] | None, WithJsonSchema(_PARAMETERS_SCHEMA)] = None
     mode: ImportMode = ImportMode.INCREMENTAL
     what_if: bool = False
     location: str | None = None  # what resourceGroup().location gives
