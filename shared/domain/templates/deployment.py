@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shared.domain.ids import COLLECTION_TYPE, JOB_TYPE
-from shared.domain.problems import FieldError, RuleBroken
+from shared.domain.problems import RuleBroken
+from shared.domain.problems import json_type as kind
 from shared.domain.templates.expressions import (
     ExpressionError,
     Scope,
     is_expression,
-    kind,
     parse,
     unescaped,
 )
@@ -65,10 +65,6 @@ class TemplateError(RuleBroken):
             expression,
             problem,
         )
-
-    @property
-    def as_field_error(self) -> FieldError:
-        return FieldError(self.property, self.message)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from typing import Any
 
 from lark import Lark, Token, Transformer, UnexpectedInput, v_args
 
+from shared.domain.problems import json_type as kind
+
 _GRAMMAR = r"""
 ?start: expr
 ?expr: primary
@@ -231,18 +233,3 @@ def _item(value: Any, position: Any) -> Any:
     if isinstance(value, Mapping) and isinstance(position, str):
         return _member(value, position)
     raise ExpressionError(f"reads [{position!r}] of {kind(value)}")
-
-
-def kind(value: Any) -> str:
-    """A value's JSON type in words (`a string`, `an array`), for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from shared.domain.templates.expressions import ExpressionError, Function, Scope, kind
+from shared.domain.problems import json_type as kind
+from shared.domain.templates.expressions import ExpressionError, Function, Scope
 
 # Functions whose answer only Azure has (resources' runtime state, their keys, Key Vault).
 AZURE_ONLY = frozenset(
