@@ -143,6 +143,9 @@ def _run_own_host(port: int, key: str) -> int:
         print(problem, file=sys.stderr)
         return 1
     listener = listen(port)
+    # The app builds its `nextLink`s on the site's host name, which the platform sets in Azure:
+    # here it is this host's own address (the app's SCHEDULER_PUBLIC_BASE_URL overrides it).
+    os.environ["WEBSITE_HOSTNAME"] = f"127.0.0.1:{listener.getsockname()[1]}"
 
     def announce() -> None:
         _print_addresses(f"http://127.0.0.1:{listener.getsockname()[1]}")

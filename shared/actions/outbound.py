@@ -16,6 +16,7 @@ same allow-list: the IPv6 address is refused when it, or any IPv4 address in it,
 
 from __future__ import annotations
 
+import http.cookiejar
 import ipaddress
 import socket
 import ssl
@@ -26,12 +27,14 @@ from typing import NamedTuple
 import httpcore
 import httpx
 
+from shared.domain.redaction import is_secret_header
 from shared.transport import CALLS_AT_ONCE
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
 # local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -201,10 +204,42 @@ class _GuardedTransport(httpx.HTTPTransport):
         )
 
 
+class _ActionClient(httpx.Client):
+    """httpx's client, but a redirect to another origin carries none of the request's
+    credential headers (`redaction.is_secret_header`: `X-Api-Key`, `Ocp-Apim-Subscription-Key`,
+    ...), where httpx drops only `Authorization`. As httpx does for that one, an upgrade from
+    http to https on the same host keeps them: they went to that host in the clear already."""
+
+    def _redirect_headers(
+        self, request: httpx.Request, url: httpx.URL, method: str
+    ) -> httpx.Headers:
+        headers = super()._redirect_headers(request, url, method)
+        if _origin(url) != _origin(request.url) and not _https_upgrade(request.url, url):
+            for name in [name for name in headers if is_secret_header(name)]:
+                del headers[name]
+        return headers
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _https_upgrade(before: httpx.URL, after: httpx.URL) -> bool:
+    return _origin(before) == ("http", after.host, 80) and _origin(after) == (
+        "https",
+        after.host,
+        443,
+    )
+
+
 def guarded_client(policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> httpx.Client:
-    """A pooled client whose every connection, redirects included, passes the policy."""
-    return httpx.Client(
+    """A pooled client whose every connection, redirects included, passes the policy, and whose
+    redirects to another origin carry no credential header."""
+    return _ActionClient(
         transport=_GuardedTransport(policy, ssl_context),
+        # The client is shared by every job: a cookie one job's target sets would go along on
+        # other jobs' calls to that host. A job sends the cookies its own headers name, no more.
+        cookies=http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(ACTION_TIMEOUT_S),
         follow_redirects=True,
         max_redirects=MOST_REDIRECTS,

@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import date
 from xml.etree.ElementTree import Element
 
 import azure.functions as func
@@ -44,11 +45,11 @@ from shared.services import Services
 from shared.storage.errors import NotFound
 
 # The scheduler's own version (the classic job and collection reads); x-ms-version is the
-# Service Management API's, any date from its 2012 editions on (.NET sent 2013-03-01, Python
-# 2014-10-01).
+# Service Management API's: a real date from its 2012-03-01 edition to its last, 2015-04-01
+# (.NET and Java sent 2013-03-01, Python 2014-10-01). A later date names no version there was.
 CLASSIC_API_VERSIONS = ("2014-04-01",)
-_MANAGEMENT_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
-_OLDEST_MANAGEMENT_VERSION = "2012-03-01"
+_MANAGEMENT_VERSION = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_OLDEST_MANAGEMENT_VERSION, _NEWEST_MANAGEMENT_VERSION = date(2012, 3, 1), date(2015, 4, 1)
 log = logging.getLogger("scheduler.api")
 
 
@@ -104,12 +105,21 @@ def classic_error(failure: Exception) -> ArmError | None:
 def _check_versions(
     headers: Mapping[str, str], query: Mapping[str, str], *, api_version: bool
 ) -> None:
-    version = headers.get("x-ms-version", "")
-    if not _MANAGEMENT_VERSION.fullmatch(version) or version < _OLDEST_MANAGEMENT_VERSION:
+    if not _is_management_version(headers.get("x-ms-version", "")):
         raise MissingVersionHeader()
     given = query.get("api-version")
     if (given is None and api_version) or (given is not None and given not in CLASSIC_API_VERSIONS):
         raise InvalidClassicApiVersion(given, CLASSIC_API_VERSIONS)
+
+
+def _is_management_version(version: str) -> bool:
+    if not _MANAGEMENT_VERSION.fullmatch(version):
+        return False
+    try:
+        dated = date.fromisoformat(version)
+    except ValueError:  # 2014-02-30, 9999-99-99
+        return False
+    return _OLDEST_MANAGEMENT_VERSION <= dated <= _NEWEST_MANAGEMENT_VERSION
 
 
 def _http_response(

@@ -33,11 +33,13 @@ from shared.api.query import equality_filter, page_bounds
 from shared.domain.collection import CollectionBody, new_collection, patched_collection
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobProperties, JobState
+from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import (
+    PageBounds,
     Preconditions,
     Store,
     StoredCloudService,
@@ -188,7 +190,10 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     if slot.current is None:
         raise NotFound(job)
     patch, reason = job_fields(request.json_body())
-    merged = job_properties(merge_patch(slot.current.document.definition, patch))
+    definition = slot.current.document.definition
+    # A secret goes only where it came from (see job_operations.patch_job).
+    staying = secrets_staying(definition, merge_patch(definition, patch))
+    merged = job_properties(merge_patch(staying, patch))
     request.note_ignored(JobProperties, patch)
     stored, _ = services.scheduling.save_definition(
         slot.current.id, merged, services.now(), slot=slot, state_reason=reason
@@ -221,7 +226,7 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
-    entries = services.store.history(job, status)[skip : skip + top]
+    entries, _ = services.store.history_page(job, PageBounds(top, skip=skip), status)
     return ApiResponse(200, [classic_history_entry(job.name, *entry) for entry in entries])
 
 

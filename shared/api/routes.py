@@ -40,7 +40,7 @@ class Route:
 _COLLECTION_BODY, _JOB_BODY = "CollectionBody", "JobBody"
 _SAVED = {"200": _COLLECTION_BODY, "201": _COLLECTION_BODY}
 _DELETED = {"200": None, "204": None}
-_PAGED = ("$top", "$skip", "$filter")
+_PAGED = ("$top", "$skip", "$skiptoken", "$filter")
 
 ROUTES = [
     Route("list_job_collections_in_subscription", "GET",

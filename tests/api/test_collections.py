@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -299,3 +301,59 @@ def test_a_body_that_is_not_json_is_415(api: httpx.Client) -> None:
     response = api.put(collection_path(unique()), content=b"location=x", headers={"Content-Type": "text/plain"})
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "UnsupportedMediaType"
+
+
+# --- deletion racing job writes -----------------------------------------------------------------
+
+RACING_ROUNDS = 10
+RACING_WRITERS = 5
+PUTS_PER_WRITER = 6
+
+
+def test_jobs_written_while_their_collection_is_deleted_never_outlive_it(service: Service) -> None:
+    """Writers create jobs while their collection is deleted: no job survives the deletion, so a
+    collection created again under the name starts empty and holds no more than its quota."""
+
+    def client() -> httpx.Client:
+        return httpx.Client(base_url=service.base_url, headers={"x-functions-key": service.key},
+                            params={"api-version": "2016-03-01"}, timeout=30.0)  # fmt: skip
+
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0).isoformat()
+
+    def job(name: str) -> dict[str, Any]:
+        action = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}
+        return {"properties": {"startTime": tomorrow, "action": action,
+                               "recurrence": {"frequency": "Day"}}}  # fmt: skip
+
+    free = {"location": "West Europe", "properties": {"sku": {"name": "Free"}}}
+    roomy = {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "quota": {"maxJobCount": 50}}}
+    with client() as api:
+        for _ in range(RACING_ROUNDS):
+            path = collection_path(unique("racing"))
+            assert api.put(path, json=roomy).status_code == 201
+            first_created = threading.Event()
+            answers: list[int] = []
+
+            def writer(number: int, path: str = path, first_created: threading.Event = first_created,
+                       answers: list[int] = answers) -> None:  # fmt: skip
+                with client() as own:
+                    for n in range(PUTS_PER_WRITER):
+                        status = own.put(f"{path}/jobs/w{number}-{n}", json=job(f"w{number}-{n}")).status_code
+                        answers.append(status)
+                        if status == 201:
+                            first_created.set()
+
+            writers = [threading.Thread(target=writer, args=(n,)) for n in range(RACING_WRITERS)]
+            for thread in writers:
+                thread.start()
+            assert first_created.wait(timeout=30)
+            assert api.delete(path).status_code == 200
+            for thread in writers:
+                thread.join(timeout=120)
+            assert set(answers) <= {201, 404}, answers  # a write that loses to the deletion: 404
+
+            assert api.put(path, json=free).status_code == 201
+            assert api.get(f"{path}/jobs").json()["value"] == [], "jobs outlived their collection"
+            created = [api.put(f"{path}/jobs/again-{n}", json=job(f"again-{n}")).status_code for n in range(6)]
+            assert created == [201] * 5 + [409]  # a Free collection's quota: 5 jobs
+            assert api.delete(path).status_code == 200
