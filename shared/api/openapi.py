@@ -220,7 +220,7 @@ def _operation(route: Route) -> dict[str, Any]:
         "responses": responses,
     }
     if route.body:
-        body: dict[str, Any] = _ref(_SENT[route.body])
+        body: dict[str, Any] = _ref(_SENT.get(route.body, route.body))
         if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
             body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
