@@ -37,14 +37,10 @@ class ExpressionError(Exception):
     """An expression that cannot be evaluated; the message says why, in the template's terms."""
 
 
+# The tree of an expression: a literal, a function call, `.name` of a value, `[index]` of one.
 @dataclass(frozen=True)
 class Literal:
     value: Any
-
-    def source(self) -> str:
-        if isinstance(self.value, str):
-            return "'" + self.value.replace("'", "''") + "'"
-        return str(self.value)
 
 
 @dataclass(frozen=True)
@@ -52,18 +48,11 @@ class Call:
     name: str
     arguments: tuple[Node, ...]
 
-    def source(self) -> str:
-        """The call in one canonical spelling: how a supplied value names the call it answers."""
-        return f"{self.name}({', '.join(argument.source() for argument in self.arguments)})"
-
 
 @dataclass(frozen=True)
 class Member:
     target: Node
     name: str
-
-    def source(self) -> str:
-        return f"{self.target.source()}.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -71,11 +60,24 @@ class Index:
     target: Node
     position: Node
 
-    def source(self) -> str:
-        return f"{self.target.source()}[{self.position.source()}]"
-
 
 Node = Literal | Call | Member | Index
+
+
+def source(node: Node) -> str:
+    """An expression in one canonical spelling: how a supplied value names the call it answers."""
+    match node:
+        case Literal(value=str() as text):
+            return "'" + text.replace("'", "''") + "'"
+        case Literal(value=value):
+            return str(value)
+        case Call(name=name, arguments=arguments):
+            return f"{name}({', '.join(source(argument) for argument in arguments)})"
+        case Member(target=target, name=name):
+            return f"{source(target)}.{name}"
+        case Index(target=target, position=position):
+            return f"{source(target)}[{source(position)}]"
+    raise AssertionError(node)  # pragma: no cover (every node matched)
 
 
 @v_args(inline=True)
@@ -194,7 +196,7 @@ class Scope:
                 ) from None
             if matches:
                 return value
-        raise NeedsAzure(node.source())
+        raise NeedsAzure(source(node))
 
 
 class NeedsAzure(ExpressionError):
@@ -213,7 +215,7 @@ def canonical(call: str | Node) -> str:
     node = (
         parse(call.strip().removeprefix("[").removesuffix("]")) if isinstance(call, str) else call
     )
-    return node.source().casefold()
+    return source(node).casefold()
 
 
 def _member(value: Any, name: str) -> Any:
