@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import httpx
 
@@ -127,7 +127,7 @@ def _property_values(given: list[str]) -> dict[str, dict[str, Any]]:
     for each in given:
         resource, colon, rest = each.partition(":")
         if not colon:
-            raise SystemExit(f"--property {each!r}: write it as RESOURCE:PATH=VALUE")
+            _refuse(f"--property {each!r}: write it as RESOURCE:PATH=VALUE")
         path, value = _pair(rest, json_value=True)
         values.setdefault(resource, {})[path] = value
     return values
@@ -138,7 +138,7 @@ def _pair(text: str, *, json_value: bool) -> tuple[str, Any]:
     strings) and so may the value (base64 keys): the split is the first whose value is JSON."""
     name, equals, value = text.partition("=")
     if not equals or not name:
-        raise SystemExit(f"{text!r}: write it as NAME=VALUE")
+        _refuse(f"{text!r}: write it as NAME=VALUE")
     if not json_value:
         return name, value
     for at, char in enumerate(text):
@@ -154,7 +154,13 @@ def _json_file(path: str) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (OSError, ValueError) as failed:
-        raise SystemExit(f"{path}: {failed}") from None
+        _refuse(f"{path}: {failed}")
+
+
+def _refuse(message: str) -> NoReturn:
+    """A mistake on the command line: said on stderr, exit status 2 (as argparse's own)."""
+    print(f"python -m devhost.templates: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _json_answer(answer: httpx.Response) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pytest
 from shared.domain.job_definition import JobBody
 from shared.domain.wire import ignored_properties
 from tests.api.test_jobs import collection_path, http_job, job_path, new_collection, unique
+from tests.conftest import Service
 
 # (id, job properties sent, the warning expected, where the property belongs)
 IGNORED = [
@@ -39,7 +40,7 @@ def test_known_properties_in_headers_and_status_are_never_unknown() -> None:
     assert ignored_properties(JobBody, body) == []
 
 
-def test_a_job_with_the_webapp_templates_retry_policy_is_saved_and_the_answer_warns(api: httpx.Client) -> None:
+def test_a_job_with_the_webapp_templates_retry_policy_is_saved_and_the_answer_warns(api: httpx.Client, service: Service) -> None:
     collection, name = new_collection(api), unique("job")
     body = http_job(**IGNORED[0][1])
     saved = api.put(job_path(collection, name), json=body)
@@ -47,6 +48,7 @@ def test_a_job_with_the_webapp_templates_retry_policy_is_saved_and_the_answer_wa
     assert saved.headers["Warning"] == f'299 - "{IGNORED[0][2]}"'
     assert "retryPolicy" not in saved.json()["properties"]["action"]["request"]
     assert "Warning" not in api.get(job_path(collection, name)).headers
+    assert IGNORED[0][2] in service.log.read_text()  # and the service's log says so
 
 
 def test_a_patch_warns_about_what_it_ignores_and_keeps_the_rest(api: httpx.Client) -> None:
