@@ -127,8 +127,11 @@ def plan(template: Any, deployment: Deployment) -> Plan:
     resources = template.get("resources")
     if not isinstance(resources, list):
         raise TemplateError(TEMPLATE, "resources", "must be an array of resources")
-    scope = _scope(template, deployment)
-    found = list(_flattened(resources, scope, deployment, "resources", None))
+    try:
+        scope = _scope(template, deployment)
+        found = list(_flattened(resources, scope, deployment, "resources", None))
+    except RecursionError:  # values or variables nested past what a template needs
+        raise TemplateError(TEMPLATE, "", "is nested too deeply") from None
     _check_property_values(found, deployment)
     return Plan(_in_order(found, scope), tuple(f for f in found if isinstance(f, SkippedResource)))
 

@@ -49,3 +49,14 @@ def test_a_property_given_outright_is_not_evaluated() -> None:
     assert planned.resources[0].body["properties"]["action"]["request"]["uri"] == "https://given.example/"
     with pytest.raises(TemplateError, match="propertyValues, property 'jc/nope'"):
         plan(template, Deployment("sub", "rg", property_values=values | {"jc/nope": {}}))
+
+
+def test_a_template_nested_past_reason_is_refused_not_a_crash() -> None:
+    deep: dict[str, Any] = {"action": ACTION}
+    for _ in range(5000):
+        deep = {"x": deep}
+    variables = {f"v{n}": f"[variables('v{n + 1}')]" for n in range(5000)} | {"v5000": "end"}
+    for template in ({"resources": [job("jc/j", properties=deep)]},
+                     {"variables": variables, "resources": [job("[concat('jc/', variables('v0'))]")]}):  # fmt: skip
+        with pytest.raises(TemplateError, match="is nested too deeply"):
+            plan(template, Deployment("sub", "rg"))
