@@ -94,7 +94,8 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     )  # fmt: skip
     for outcome in report.resources:
         request.ignored.extend(
-            IgnoredProperty(f"{outcome.name}: {warning}") for warning in outcome.warnings
+            IgnoredProperty(f"{outcome.name}: {each.path}", each.belongs_in)
+            for each in outcome.ignored
         )
     if report.failure is None:
         return ApiResponse(200, report.to_wire())

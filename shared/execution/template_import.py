@@ -24,7 +24,7 @@ from shared.domain.job_document import keeping_stored_secrets, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
 from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
-from shared.domain.wire import ignored_properties
+from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.execution.scheduling import Scheduling
 from shared.storage.errors import StorageError
 from shared.storage.store import Preconditions, Store
@@ -49,7 +49,7 @@ class ResourceOutcome:
     outcome: Outcome
     id: str | None = None
     reason: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    ignored: list[IgnoredProperty] = field(default_factory=list)  # of its body
 
     def to_wire(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"type": self.type, "name": self.name}
@@ -58,8 +58,8 @@ class ResourceOutcome:
         shown["outcome"] = self.outcome.value
         if self.reason:
             shown["reason"] = self.reason
-        if self.warnings:
-            shown["warnings"] = self.warnings
+        if self.ignored:
+            shown["warnings"] = [each.warning() for each in self.ignored]
         return shown
 
 
@@ -217,7 +217,7 @@ def _read(
         read = model.model_validate(body)
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
-    outcome.warnings += [each.warning() for each in ignored_properties(model, body)]
+    outcome.ignored += ignored_properties(model, body)
     return read
 
 

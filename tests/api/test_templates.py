@@ -70,7 +70,9 @@ def test_the_webapp_quickstart_imports_and_its_job_runs(api: httpx.Client, targe
     assert job["warnings"] == [
         "properties.action.request.retryPolicy was ignored; it belongs in properties.action"
     ]
-    assert "webjobs/ping: properties.action.request.retryPolicy was ignored" in answer.headers["Warning"]
+    assert answer.headers["Warning"] == (
+        '299 - "webjobs/ping: properties.action.request.retryPolicy was ignored; it belongs in properties.action"'
+    )
     path = f"{provider(group)}/jobCollections/webjobs/jobs/ping"
     shown = api.get(path).json()["properties"]
     assert shown["action"]["request"] == {"uri": f"http://127.0.0.1:{target.port}", "method": "GET"}
