@@ -35,6 +35,7 @@ SUPPORTED_API_VERSIONS = ("2016-03-01",)
 # What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send
 # application/json, and ARM took text/json as well. A body without a Content-Type is read as JSON.
 JSON_MEDIA_TYPES = frozenset({"application/json", "text/json"})
+MOST_NESTING = 512  # arrays and objects within one another in a request body (docs/behaviour.md)
 Body = TypeVar("Body", bound=BaseModel)
 log = logging.getLogger("scheduler.api")
 
@@ -58,11 +59,17 @@ class ApiRequest:
         if not self.body.strip():
             raise InvalidRequest.because("", "the request body is empty; a JSON object is required")
         try:
-            return json.loads(self.body)
+            parsed = json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as bad:
             raise InvalidRequest.because("", f"the request body is not valid JSON: {bad}") from None
         except RecursionError:
-            raise InvalidRequest.because("", "the request body is nested too deeply") from None
+            parsed = None  # deeper than the parser goes, so deeper than MOST_NESTING too
+        else:
+            if _nesting_within(parsed, MOST_NESTING):
+                return parsed
+        # A limit of our own: how deep the parser goes differs between Pythons (3.13 parses
+        # thousands of levels, 3.11 about a thousand), and the same body must get one answer.
+        raise InvalidRequest.because("", "the request body is nested too deeply")
 
     def parsed_body(self, model: type[Body]) -> Body:
         """The body read into a wire model, or InvalidRequest listing every problem."""
@@ -131,12 +138,12 @@ def serve(
     if response.body is None:
         answer = func.HttpResponse(status_code=response.status, headers=headers)
     else:
+        # The header itself, not mimetype and charset: the Python worker's converter writes a
+        # charset only for text/* types, and ARM answers `application/json; charset=utf-8`.
         answer = func.HttpResponse(
             json.dumps(response.body, separators=(",", ":")),
             status_code=response.status,
-            headers=headers,
-            mimetype="application/json",
-            charset="utf-8",
+            headers={**headers, "Content-Type": "application/json; charset=utf-8"},
         )
     log_access(request, response.status, started)
     return answer
@@ -196,3 +203,16 @@ def _check_api_version(query: Mapping[str, str]) -> None:
         raise MissingApiVersion(SUPPORTED_API_VERSIONS)
     if version not in SUPPORTED_API_VERSIONS:
         raise InvalidApiVersion(version, SUPPORTED_API_VERSIONS)
+
+
+def _nesting_within(value: Any, most: int) -> bool:
+    """Whether `value` (parsed JSON) nests arrays and objects no more than `most` deep."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > most:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return True

@@ -133,6 +133,10 @@ def _http_response(
         content, mimetype = classic_xml.serialized(body), "application/xml"
     else:
         content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
+    # The header itself, not mimetype and charset: the Python worker's converter writes a charset
+    # only for text/* types, and the classic API answers `application/xml; charset=utf-8`.
     return func.HttpResponse(
-        content, status_code=response.status, headers=headers, mimetype=mimetype, charset="utf-8"
+        content,
+        status_code=response.status,
+        headers={**headers, "Content-Type": f"{mimetype}; charset=utf-8"},
     )
