@@ -99,8 +99,6 @@ def _problem(detail: Any) -> str:
     secret = is_secret_field(detail["loc"])
     described = secret or kind in _CONTAINER_KINDS or isinstance(value, dict | list | tuple)
     sent = json_type(value) if described else _shown(value)
-    if kind == "extra_forbidden":
-        return "is not a known property"
     if kind == "missing":
         return "is required"
     if kind in {"greater_than_equal", "greater_than"}:
