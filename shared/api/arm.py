@@ -27,6 +27,7 @@ from shared.api.errors import (
     arm_error,
 )
 from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.services import Services
 from shared.storage.store import Preconditions
 
@@ -47,6 +48,8 @@ class ApiRequest:
     query: Mapping[str, str]  # names folded to lower case: ARM reads `$Top` as `$top`
     headers: Mapping[str, str]
     body: bytes
+    # Properties the API does not know, found in what was read: answered as Warning headers.
+    ignored: list[IgnoredProperty] = field(default_factory=list)
 
     def json_body(self) -> Any:
         """The body as JSON, or InvalidRequest saying why it is not."""
@@ -70,10 +73,21 @@ class ApiRequest:
 
     def parsed_body(self, model: type[Body]) -> Body:
         """The body read into a wire model, or InvalidRequest listing every problem."""
+        return self.read(model, self.json_body())
+
+    def read(self, model: type[Body], sent: Any, *at: str) -> Body:
+        """`sent` (JSON, found at `at` in the body) read into a wire model, or InvalidRequest
+        listing every problem; the properties it ignores are noted for the answer."""
         try:
-            return model.model_validate(self.json_body())
+            read = model.model_validate(sent)
         except ValidationError as invalid:
-            raise InvalidRequest(field_errors(invalid)) from None
+            raise InvalidRequest(field_errors(invalid, *at)) from None
+        self.note_ignored(model, sent, *at)
+        return read
+
+    def note_ignored(self, model: type[BaseModel], sent: Any, *at: str) -> None:
+        """Note the properties of `sent` that `model` does not know, for the answer's warnings."""
+        self.ignored.extend(ignored_properties(model, sent, *at))
 
     @property
     def preconditions(self) -> Preconditions:
@@ -107,6 +121,7 @@ def serve(
     """
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
+    arm_request = None
     try:
         arm_request = api_request(request)
         if versioned:
@@ -119,6 +134,7 @@ def serve(
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, error.envelope)
     headers = {"x-ms-request-id": request_id, **response.headers}
+    headers |= warning_headers(arm_request.ignored if arm_request else [], request_id)
     if response.body is None:
         answer = func.HttpResponse(status_code=response.status, headers=headers)
     else:
@@ -131,6 +147,28 @@ def serve(
         )
     log_access(request, response.status, started)
     return answer
+
+
+# The most warnings one answer carries: a body of a thousand unknown names gets a line saying so.
+MOST_WARNINGS = 20
+
+
+def warning_headers(ignored: list[IgnoredProperty], request_id: str) -> dict[str, str]:
+    """The Warning header (RFC 7234, code 299) naming each ignored property, each also logged."""
+    if not ignored:
+        return {}
+    texts = [each.warning() for each in ignored]
+    for text in texts:
+        log.warning("request %s: %s", request_id, text)
+    if len(texts) > MOST_WARNINGS:
+        texts = [*texts[:MOST_WARNINGS], f"and {len(texts) - MOST_WARNINGS} more were ignored"]
+    return {"Warning": ", ".join(f'299 - "{_quoted(text)}"' for text in texts)}
+
+
+def _quoted(text: str) -> str:
+    """Text fit for a header's quoted string: ASCII, no control characters, quotes escaped."""
+    printable = "".join(c if " " <= c < "\x7f" else "?" for c in text)
+    return printable.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def request_line(request: func.HttpRequest) -> str:
