@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,39 +58,53 @@ def paired_ratios(base: Sequence[float], work: Sequence[float]) -> list[float]:
     return [after / before for before, after in zip(base, work, strict=True) if before]
 
 
-# What is compared, as (label, the run's value), and issue 34's bound on work / base, if any.
-MEASURES: list[tuple[str, str, str, float | None]] = [
-    ("execute", "host_cpu_ms", "host CPU ms per execution", 0.5),
-    ("execute", "azurite_cpu_ms", "Azurite CPU ms per execution", None),
-    ("execute", "storage_requests", "storage requests per execution", None),
-    ("execute", "p99_ms", "lateness p99 ms", None),
-    ("create", "host_cpu_ms", "host CPU ms per create", 0.6),
-    ("replace", "host_cpu_ms", "host CPU ms per replacing PUT", 0.6),
-    ("get", "host_cpu_ms", "host CPU ms per GET", None),
-    ("create", "azurite_cpu_ms", "Azurite CPU ms per create", None),
-    ("replace", "azurite_cpu_ms", "Azurite CPU ms per replacing PUT", None),
-    ("create", "storage_requests", "storage requests per create", None),
-    ("replace", "storage_requests", "storage requests per replacing PUT", None),
+@dataclass(frozen=True)
+class Target:
+    """Issue 34's bound on a ratio work / base: at most `bound`, or at least it (`at_least`)."""
+
+    bound: float
+    at_least: bool = False
+
+    def met(self, ratios: Sequence[float]) -> bool:
+        """Whether every round's ratio meets the bound (no ratio: not met)."""
+        if not ratios:
+            return False
+        return min(ratios) >= self.bound if self.at_least else max(ratios) <= self.bound
+
+    def __str__(self) -> str:
+        return f"{'≥' if self.at_least else '≤'} {self.bound:g}"
+
+
+def cost_of(item: str, field: str) -> Callable[[Run], float]:
+    return lambda run: float(getattr(run.costs[item], field))
+
+
+# What is compared: a label, how to read it from a run, issue 34's target for the ratio if any.
+MEASURES: list[tuple[str, Callable[[Run], float], Target | None]] = [
+    ("host CPU ms per execution", cost_of("execute", "host_cpu_ms"), Target(0.5)),
+    ("Azurite CPU ms per execution", cost_of("execute", "azurite_cpu_ms"), None),
+    ("storage requests per execution", cost_of("execute", "storage_requests"), None),
+    ("lateness p99 ms", cost_of("execute", "p99_ms"), None),
+    ("host CPU ms per create", cost_of("create", "host_cpu_ms"), Target(0.6)),
+    ("host CPU ms per replacing PUT", cost_of("replace", "host_cpu_ms"), Target(0.6)),
+    ("host CPU ms per GET", cost_of("get", "host_cpu_ms"), None),
+    ("Azurite CPU ms per create", cost_of("create", "azurite_cpu_ms"), None),
+    ("Azurite CPU ms per replacing PUT", cost_of("replace", "azurite_cpu_ms"), None),
+    ("storage requests per create", cost_of("create", "storage_requests"), None),
+    ("storage requests per replacing PUT", cost_of("replace", "storage_requests"), None),
 ]
-
-
-def met(ratios: Sequence[float], bound: float) -> str:
-    """Whether every round's ratio is within `bound`."""
-    return "met" if ratios and max(ratios) <= bound else "not met"
-
-
-def value(run: Run, item: str, field: str) -> float:
-    cost = run.costs[item]
-    return float(getattr(cost, field))
+SUSTAINED = ("highest rate with lateness p99 < 1 s, executions/s", Target(1.6, at_least=True))
 
 
 def table(base: list[Run], work: list[Run]) -> list[str]:
+    measures = list(MEASURES)
+    if all(run.ramp for run in (*base, *work)):
+        measures.append((SUSTAINED[0], lambda run: run.sustained, SUSTAINED[1]))
     rows = []
-    for item, field, label, bound in MEASURES:
-        before = [value(run, item, field) for run in base]
-        after = [value(run, item, field) for run in work]
+    for label, read, target in measures:
+        before, after = [read(run) for run in base], [read(run) for run in work]
         ratios = paired_ratios(before, after)
-        verdict = "" if bound is None else f"≤ {bound:g}: {met(ratios, bound)}"
+        verdict = "" if target is None else f"{target}: {'met' if target.met(ratios) else 'missed'}"
         rows.append(f"| {label} | {Spread.of(before)} | {Spread.of(after)} |"
                     f" {Spread.of(ratios)} | {verdict} |")  # fmt: skip
     return rows
@@ -121,8 +135,9 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
         "",
         "Each run, in order:",
         "",
-        "| run | tree | host / Azurite CPU ms: create | replace | GET | execution |",
-        "|---|---|---:|---:|---:|---:|",
+        "| run | tree | host / Azurite CPU ms: create | replace | GET | execution |"
+        + (" highest rate with p99 < 1 s |" if base[0].ramp else ""),
+        "|---|---|---:|---:|---:|---:|" + ("---:|" if base[0].ramp else ""),
     ]  # fmt: skip
     for number, (before, after) in enumerate(zip(base, work, strict=True)):
         for tree, run in (("base", before), ("work", after)):
@@ -130,7 +145,8 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
                 f"{run.costs[item].host_cpu_ms:.2f} / {run.costs[item].azurite_cpu_ms:.2f}"
                 for item in ("create", "replace", "get", "execute")
             )
-            lines.append(f"| {2 * number + (tree == 'work') + 1} | {tree} | {cells} |")
+            sustained = f" | {run.sustained:.1f}" if run.ramp else ""
+            lines.append(f"| {2 * number + (tree == 'work') + 1} | {tree} | {cells}{sustained} |")
     return "\n".join([*lines, ""])
 
 
@@ -139,6 +155,8 @@ def one_run(tree: Path, options: argparse.Namespace, output: Path) -> Run:
         sys.executable, "-m", "bench.cpu", "--app-root", str(tree), "--json", str(output),
         "--rate", str(options.rate), "--measure", str(options.measure),
         "--api-jobs", str(options.api_jobs), "--python", options.python,
+        "--ramp-step", str(options.ramp_step), "--ramp-measure", str(options.ramp_measure),
+        "--ramp-budget", str(options.ramp_budget),
     ]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=True, timeout=RUN_TIMEOUT_S)
     return Run.from_json(json.loads(output.read_text()))
@@ -149,12 +167,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="the commit to compare against")
     parser.add_argument("--rounds", type=int, default=2, help="base-then-work pairs")
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
+    parser.add_argument(
+        "--runs-from", help="measure nothing: report the runs an earlier A/B left in this folder"
+    )
     add_measurement_options(parser)
     options = parser.parse_args(argv)
+    if options.runs_from:
+        base, work = saved_runs(Path(options.runs_from))
+    else:
+        base, work = measure_rounds(options)
+    text = report(base, work, options.base, options)
+    Path(options.output).write_text(text)
+    print(text)
+    return 0
+
+
+def measure_rounds(options: argparse.Namespace) -> tuple[list[Run], list[Run]]:
+    """`options.rounds` runs of each tree, base first in each round; each run's JSON is kept in
+    a temporary folder (printed), for `--runs-from`."""
     resolved = subprocess.run(["git", "rev-parse", "--verify", f"{options.base}^{{commit}}"],
                               cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
     commit = resolved.stdout.strip()
     folder = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    print(f"runs kept in {folder}", flush=True)
     checkout = folder / "base"
     subprocess.run(["git", "worktree", "add", "--detach", str(checkout), commit], cwd=ROOT,
                    check=True, capture_output=True)  # fmt: skip
@@ -171,10 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=ROOT,
                        check=False)  # fmt: skip
-    text = report(base, work, options.base, options)
-    Path(options.output).write_text(text)
-    print(text)
-    return 0
+    return base, work
+
+
+def saved_runs(folder: Path) -> tuple[list[Run], list[Run]]:
+    """The runs `measure_rounds` kept in `folder`: (base's, work's), by round."""
+
+    def of(name: str) -> list[Run]:
+        paths = sorted(folder.glob(f"{name}-*.json"), key=lambda path: int(path.stem.split("-")[1]))
+        return [Run.from_json(json.loads(path.read_text())) for path in paths]
+
+    return of("base"), of("work")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,11 @@ class CountingProxy:
         finally:
             for server in servers:
                 server.close()
+            pending = asyncio.all_tasks(self._loop)  # connections still open
+            for task in pending:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.close()
 
     async def _listen(self, upstream: int) -> asyncio.Server:
         async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

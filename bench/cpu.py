@@ -95,6 +95,12 @@ class Run:
     commit: str  # of the code the host ran
     rate: float  # executions/s asked for
     when: str
+    ramp: list[Cost] = dataclasses.field(default_factory=list)  # executions, rate rising
+
+    @property
+    def sustained(self) -> float:
+        """The highest rate of the ramp with lateness p99 under a second (0: none, or no ramp)."""
+        return max((step.rate for step in self.ramp if step.p99_ms < 1000), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -102,7 +108,8 @@ class Run:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Run:
         costs = {name: Cost(**cost) for name, cost in data.pop("costs").items()}
-        return cls(costs=costs, **data)
+        steps = [Cost(**step) for step in data.pop("ramp", [])]
+        return cls(costs=costs, ramp=steps, **data)
 
 
 class Meter:
@@ -254,36 +261,65 @@ def api_costs(host: LocalHost, meter: Meter, jobs: int) -> dict[str, Cost]:
     return costs
 
 
-def execution_cost(
-    host: LocalHost, meter: Meter, calls: Calls, target: str, *, rate: float, measure: float
-) -> Cost:
-    """Jobs once a minute, `rate` a second, created through the API; measured for `measure`
-    seconds once each has run once (their first minute warms the host up)."""
-    jobs = round(rate * 60)
-    lead = 15 + jobs / 40  # creating runs at 60-130 jobs/s here: all are saved before the first
-    first = (datetime.now(UTC) + timedelta(seconds=lead)).replace(microsecond=0)
-    homes = [collection_url(host.base, f"run-{n}") for n in range(-(-jobs // JOBS_PER_COLLECTION))]
-    standard = {"location": "local", "properties": {"sku": {"name": "Standard"}}}
-    in_parallel([put(url, standard) for url in homes], host.key)
-    bodies = [
-        {"properties": {
-            "startTime": start.isoformat(),
-            "action": {"type": "Http", "request": {"uri": target, "method": "POST", "body": "x"},
-                       "retryPolicy": {"retryType": "None"}},
-            "recurrence": {"frequency": "Minute", "interval": 1},
-        }}
-        for start in spread_minute(jobs, first)
-    ]  # fmt: skip
-    in_parallel(
-        [put(f"{homes[n // JOBS_PER_COLLECTION]}/jobs/job-{n}", body)
-         for n, body in enumerate(bodies)], host.key,
-    )  # fmt: skip
-    time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds() + 60))
-    began, before = time.time(), meter.reading()
-    time.sleep(measure)
-    ended = time.time()
-    late = calls.since(began, ended)
-    return meter.cost(before, len(late), late)
+class Executions:
+    """Jobs once a minute calling the target, created through the API in Standard collections
+    of 50, and what their executions cost."""
+
+    def __init__(self, host: LocalHost, meter: Meter, calls: Calls, target: str) -> None:
+        self.host, self.meter, self.calls, self.target = host, meter, calls, target
+        self.jobs = 0
+
+    def add(self, count: int) -> datetime:
+        """`count` more jobs, their starts spread over a minute; when the first starts."""
+        lead = 15 + count / 40  # creating runs at 60-130 jobs/s here: all saved before the first
+        first = (datetime.now(UTC) + timedelta(seconds=lead)).replace(microsecond=0)
+        numbers = range(self.jobs, self.jobs + count)
+        homes = sorted({n // JOBS_PER_COLLECTION for n in numbers} - {
+            n // JOBS_PER_COLLECTION for n in range(self.jobs)})  # fmt: skip
+        standard = {"location": "local", "properties": {"sku": {"name": "Standard"}}}
+        in_parallel([put(self._home(home), standard) for home in homes], self.host.key)
+        bodies = [
+            {"properties": {
+                "startTime": start.isoformat(),
+                "action": {"type": "Http", "retryPolicy": {"retryType": "None"},
+                           "request": {"uri": self.target, "method": "POST", "body": "x"}},
+                "recurrence": {"frequency": "Minute", "interval": 1},
+            }}
+            for start in spread_minute(count, first)
+        ]  # fmt: skip
+        in_parallel(
+            [put(f"{self._home(n // JOBS_PER_COLLECTION)}/jobs/job-{n}", body)
+             for n, body in zip(numbers, bodies, strict=True)], self.host.key,
+        )  # fmt: skip
+        self.jobs += count
+        return first
+
+    def _home(self, number: int) -> str:
+        return collection_url(self.host.base, f"run-{number}")
+
+    def cost(self, first: datetime, measure: float) -> Cost:
+        """Measured for `measure` seconds from a minute after `first`: each job has run once
+        by then (their first minute warms the host up)."""
+        time.sleep(max(0.0, (first - datetime.now(UTC)).total_seconds() + 60))
+        began, before = time.time(), self.meter.reading()
+        time.sleep(measure)
+        ended = time.time()
+        late = self.calls.since(began, ended)
+        return self.meter.cost(before, len(late), late)
+
+
+def ramp(executions: Executions, step: float, measure: float, budget: float) -> list[Cost]:
+    """`step` executions/s more at a time, each measured for `measure` seconds, until lateness
+    p99 reaches a second or the next step would end past `budget` seconds from now."""
+    steps: list[Cost] = []
+    began = time.monotonic()
+    while not steps or steps[-1].p99_ms < 1000:
+        count = round(step * 60)
+        takes = 15 + count / 40 + 60 + measure
+        if time.monotonic() - began + takes > budget:
+            break
+        steps.append(executions.cost(executions.add(count), measure))
+    return steps
 
 
 def measure_run(options: argparse.Namespace) -> Run:
@@ -302,9 +338,13 @@ def measure_run(options: argparse.Namespace) -> Run:
         host = LocalHost(app_root, options.python, proxied.connection_string, work / "host.log")
         meter = Meter(host.process.pid, emulator.process.pid, proxy)
         costs = api_costs(host, meter, options.api_jobs)
-        target_url = f"http://127.0.0.1:{target.port}/hook"
-        costs["execute"] = execution_cost(host, meter, Calls(work / "calls.log"), target_url,
-                                          rate=options.rate, measure=options.measure)  # fmt: skip
+        executions = Executions(host, meter, Calls(work / "calls.log"),
+                                f"http://127.0.0.1:{target.port}/hook")  # fmt: skip
+        first = executions.add(round(options.rate * 60))
+        costs["execute"] = executions.cost(first, options.measure)
+        steps = [costs["execute"]]
+        if options.ramp_step:
+            steps += ramp(executions, options.ramp_step, options.ramp_measure, options.ramp_budget)
     finally:
         if host is not None:
             host.stop()
@@ -314,7 +354,7 @@ def measure_run(options: argparse.Namespace) -> Run:
     return Run(
         costs=costs, machine=machine_name(),
         host_python=functions_path((work / "host.log").read_text(errors="replace")),
-        commit=commit_of(app_root), rate=options.rate,
+        commit=commit_of(app_root), rate=options.rate, ramp=steps if options.ramp_step else [],
         when=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
     )  # fmt: skip
 
@@ -360,6 +400,20 @@ def report(run: Run, options: argparse.Namespace) -> str:
         "them (the queue trigger's polling and the timer's ticks included).",
         "",
     ]
+    if run.ramp:
+        lines += [
+            f"Ramp: {options.ramp_step:g} executions/s more a step, each measured for"
+            f" {options.ramp_measure:.0f} s after its new jobs' first minute; the highest rate with"
+            f" lateness p99 under 1 s: {run.sustained:.1f}/s.",
+            "",
+            "| executions/s | p50 / p99 ms | host CPU ms per execution | host's cores |"
+            " Azurite's cores |",
+            "|---:|---:|---:|---:|---:|",
+            *(f"| {step.rate:.1f} | {step.p50_ms:.0f} / {step.p99_ms:.0f} |"
+              f" {step.host_cpu_ms:.2f} | {step.host_cpu_ms * step.rate / 1000:.2f} |"
+              f" {step.azurite_cpu_ms * step.rate / 1000:.2f} |" for step in run.ramp),
+            "",
+        ]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -376,6 +430,14 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measure", type=float, default=60.0, help="seconds of executions")
     parser.add_argument("--api-jobs", type=int, default=320, help="jobs created, replaced, read")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs the host")
+    parser.add_argument(
+        "--ramp-step", type=float, default=0.0,
+        help="then add this many executions/s at a time until lateness p99 is 1 s (0: none)",
+    )  # fmt: skip
+    parser.add_argument("--ramp-measure", type=float, default=30.0, help="seconds per ramp step")
+    parser.add_argument(
+        "--ramp-budget", type=float, default=900.0, help="seconds the ramp may take, at most"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from bench.ab import Spread, met, paired_ratios
+from bench.ab import Spread, Target, paired_ratios
 from bench.counting_proxy import CountingProxy, RequestFraming
 from bench.cpu import Cost, Run, functions_path
 
@@ -100,9 +100,12 @@ def test_the_spread_is_the_median_and_the_range() -> None:
 
 
 def test_a_target_is_met_only_when_every_round_meets_it() -> None:
-    assert met([0.45, 0.5], 0.5) == "met"
-    assert met([0.45, 0.51], 0.5) == "not met"
-    assert met([], 0.5) == "not met"
+    assert Target(0.5).met([0.45, 0.5])
+    assert not Target(0.5).met([0.45, 0.51])
+    assert not Target(0.5).met([])
+    assert Target(1.6, at_least=True).met([1.6, 1.9])
+    assert not Target(1.6, at_least=True).met([1.59, 1.9])
+    assert (str(Target(0.5)), str(Target(1.6, at_least=True))) == ("≤ 0.5", "≥ 1.6")
 
 
 def test_the_host_line_that_names_the_python_and_the_functions_path_is_found() -> None:
@@ -122,3 +125,13 @@ def test_a_run_survives_its_json_form() -> None:
     run = Run({"execute": cost}, "AMD EPYC, 2 cores", "on Python 3.11.7", "abc1234", 20.0, "now")
     assert Run.from_json(run.to_json()) == run
     assert (cost.rate, cost.host_to_azurite) == (20.0, 3.0)
+
+
+def test_the_sustained_rate_is_the_highest_step_under_a_second_of_p99() -> None:
+    def step(rate: float, p99: float) -> Cost:
+        return Cost(round(rate * 30), 30.0, 9.0, 3.0, 2.4, 100.0, p99)
+
+    ramp = [step(20, 150), step(30, 400), step(40, 999), step(50, 1000)]
+    run = Run({}, "m", "p", "c", 20.0, "now", ramp=ramp)
+    assert run.sustained == 40.0
+    assert Run({}, "m", "p", "c", 20.0, "now").sustained == 0.0
