@@ -110,6 +110,7 @@ def test_a_target_is_met_only_when_every_round_meets_it() -> None:
 
 def test_the_host_line_that_names_the_python_and_the_functions_path_is_found() -> None:
     output = (
+        "2026-11-27 01:20:00 devhost INFO Python functions indexed\n"
         "Serving on http://127.0.0.1:7071\n"
         "Function key (x-functions-key header or ?code=): k\n"
         "Functions are called directly (azure-functions 1.26.0), on Python 3.11.7\n"
