@@ -115,6 +115,7 @@ test-fast: $(TESTDEPS)
 bench: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.schedule
 	$(BIN)/python -m bench.api
+	$(BIN)/python -m bench.cpu
 	$(BIN)/python -m bench.pipeline
 	$(BIN)/python -m bench.pipeline --compare-processes
 	$(BIN)/python -m bench.burst
