@@ -26,7 +26,6 @@ import dataclasses
 import json
 import os
 import platform
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -44,10 +43,9 @@ from bench.actions import cpu_seconds
 from bench.api import API_VERSION, job_body
 from bench.counting_proxy import CountingProxy
 from bench.pipeline import (
-    HOST_SETTINGS,
     JOBS_PER_COLLECTION,
     Calls,
-    _answers,
+    HostProcesses,
     _start_target,
     percentile,
     spread_minute,
@@ -162,44 +160,6 @@ def commit_of(tree: Path) -> str:
     return git("rev-parse", "--short", "HEAD") + (" with uncommitted changes" if changed else "")
 
 
-class LocalHost:
-    """`python -m devhost --no-azurite --own-host` from `app_root`, one worker process."""
-
-    def __init__(self, app_root: Path, python: str, storage: str, log: Path) -> None:
-        self.port, self.key, self.log = azurite.free_port(), secrets.token_urlsafe(24), log
-        environment = {
-            name: value for name, value in os.environ.items() if name != "PYTHONPATH"
-        } | HOST_SETTINGS | {
-            "AzureWebJobsStorage": storage,
-            "FUNCTIONS_WORKER_PROCESS_COUNT": "1",
-            "SCHEDULER_PORT": str(self.port),
-            "SCHEDULER_FUNCTION_KEY": self.key,
-        }  # fmt: skip
-        with log.open("ab") as output:
-            self.process = subprocess.Popen(
-                [python, "-m", "devhost", "--no-azurite", "--own-host"],
-                cwd=app_root, env=environment, stdout=output, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + HOST_START_S
-        while not _answers(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the local host did not start: see {log}")
-            time.sleep(0.2)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 def collection_url(base: str, name: str) -> str:
     return (f"{base}/subscriptions/{SUBSCRIPTION}/resourceGroups/{GROUP}"
             f"/providers/Microsoft.Scheduler/jobCollections/{name}")  # fmt: skip
@@ -242,7 +202,7 @@ def get(url: str) -> Callable[[httpx.Client], httpx.Response]:
     return lambda client: client.get(url)
 
 
-def api_costs(host: LocalHost, meter: Meter, jobs: int) -> dict[str, Cost]:
+def api_costs(host: HostProcesses, meter: Meter, jobs: int) -> dict[str, Cost]:
     """Creates, replaces and GETs of `jobs` jobs, spread over API_COLLECTIONS collections."""
     collections = [collection_url(host.base, f"api-{n}") for n in range(API_COLLECTIONS)]
     premium = {"location": "local", "properties": {"sku": {"name": "P20Premium"}}}
@@ -265,7 +225,7 @@ class Executions:
     """Jobs once a minute calling the target, created through the API in Standard collections
     of 50, and what their executions cost."""
 
-    def __init__(self, host: LocalHost, meter: Meter, calls: Calls, target: str) -> None:
+    def __init__(self, host: HostProcesses, meter: Meter, calls: Calls, target: str) -> None:
         self.host, self.meter, self.calls, self.target = host, meter, calls, target
         self.jobs = 0
 
@@ -335,7 +295,8 @@ def measure_run(options: argparse.Namespace) -> Run:
     target = _start_target(work / "calls.log")
     host = None
     try:
-        host = LocalHost(app_root, options.python, proxied.connection_string, work / "host.log")
+        host = HostProcesses(proxied.connection_string, 1, work / "host.log", app_root=app_root,
+                             python=options.python, start_within=HOST_START_S)  # fmt: skip
         meter = Meter(host.process.pid, emulator.process.pid, proxy)
         costs = api_costs(host, meter, options.api_jobs)
         executions = Executions(host, meter, Calls(work / "calls.log"),

@@ -235,31 +235,46 @@ class Host:
 
 class HostProcesses:
     """`python -m devhost --own-host` with FUNCTIONS_WORKER_PROCESS_COUNT=`count`, as
-    `make run` serves the app, on `storage`; its output goes to `log_path`."""
+    `make run` serves the app, on `storage`; its output goes to `log_path`. By default this
+    checkout's code on this Python; `app_root` and `python` choose others (bench.ab)."""
 
-    def __init__(self, storage: str, count: int, log_path: Path) -> None:
-        port = azurite.free_port()
+    def __init__(
+        self,
+        storage: str,
+        count: int,
+        log_path: Path,
+        *,
+        app_root: Path = ROOT,
+        python: str = sys.executable,
+        start_within: float = 60.0,
+    ) -> None:
+        self.port, self.key = azurite.free_port(), uuid.uuid4().hex
         environment = (
             os.environ
             | HOST_SETTINGS
             | {
                 "AzureWebJobsStorage": storage,
                 "FUNCTIONS_WORKER_PROCESS_COUNT": str(count),
-                "SCHEDULER_PORT": str(port),
-                "SCHEDULER_FUNCTION_KEY": uuid.uuid4().hex,
+                "SCHEDULER_PORT": str(self.port),
+                "SCHEDULER_FUNCTION_KEY": self.key,
             }
         )
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "devhost", "--no-azurite", "--own-host"],
-                cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                [python, "-m", "devhost", "--no-azurite", "--own-host"],
+                cwd=app_root, env=environment, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while not _answers(port):
+        deadline = time.monotonic() + start_within
+        while not _answers(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
                 raise RuntimeError(f"the local host did not start: see {log_path}")
             time.sleep(0.1)
+
+    @property
+    def base(self) -> str:
+        """The host's base URL."""
+        return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
