@@ -116,8 +116,11 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
     lines = [
         "# CPU per execution and per request, A/B",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python -m bench.ab --base {commit}"
-        f" --rounds {options.rounds}` on {first.machine}; the host: {first.host_python}.",
+        f"Measured {base[0].when} to {work[-1].when} by `python -m bench.ab --base {commit}"
+        f" --rounds {options.rounds}` on {first.machine}; the host: {first.host_python}. Other"
+        " processes may have shared the cores.",
+        *([options.note] if options.note else []),
+        "",
         f"Base: {base[0].commit}; work: {first.commit}. Each round ran `bench.cpu` on the base,",
         "then on the working tree, each time on a fresh Azurite: "
         f"{options.api_jobs} jobs created, replaced",
@@ -167,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="the commit to compare against")
     parser.add_argument("--rounds", type=int, default=2, help="base-then-work pairs")
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
+    parser.add_argument("--note", help="a paragraph for the report: what else ran, say")
     parser.add_argument(
         "--runs-from", help="measure nothing: report the runs an earlier A/B left in this folder"
     )
