@@ -116,7 +116,7 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
     lines = [
         "# CPU per execution and per request, A/B",
         "",
-        f"Measured {base[0].when} to {work[-1].when} by `python -m bench.ab --base {commit}"
+        f"Runs ended {base[0].when} to {work[-1].when}; by `python -m bench.ab --base {commit}"
         f" --rounds {options.rounds}` on {first.machine}; the host: {first.host_python}. Other"
         " processes may have shared the cores.",
         *([options.note] if options.note else []),
@@ -128,7 +128,7 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
         f" ({options.rate:g} executions/s) measured for {options.measure:.0f} s.",
         "",
         "Values: the median over the rounds (lowest–highest). Ratio: work / base, per round, then",
-        "their median (lowest–highest); a target is met when the highest ratio meets it.",
+        "their median (lowest–highest); a target is met when every round's ratio meets it.",
         "",
         "| measure | base | work | ratio work / base | issue 34's target |",
         "|---|---:|---:|---:|---|",
