@@ -116,9 +116,9 @@ def report(base: list[Run], work: list[Run], commit: str, options: argparse.Name
     lines = [
         "# CPU per execution and per request, A/B",
         "",
-        f"Runs ended {base[0].when} to {work[-1].when}; by `python -m bench.ab --base {commit}"
-        f" --rounds {options.rounds}` on {first.machine}; the host: {first.host_python}. Other"
-        " processes may have shared the cores.",
+        f"Measured by `python -m bench.ab --base {commit} --rounds {options.rounds}` on"
+        f" {first.machine} (the runs ended from {base[0].when} to {work[-1].when}); the host:"
+        f" {first.host_python}. Other processes may have shared the cores.",
         *([options.note] if options.note else []),
         "",
         f"Base: {base[0].commit}; work: {first.commit}. Each round ran `bench.cpu` on the base,",
