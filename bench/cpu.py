@@ -13,7 +13,9 @@ read from /proc before and after each workload:
             through the API), measured for `--measure` seconds once every job has run once:
             host CPU, Azurite's CPU and storage requests per execution, lateness p50 / p99
 
-Only HTTP and loopback; every loop is bounded. `--app-root` runs the host from another checkout
+`--ramp-step N` then adds N executions/s at a time until lateness p99 reaches a second (or
+`--ramp-budget` seconds pass): the highest rate one worker process sustains. Only HTTP and
+loopback; every loop is bounded. `--app-root` runs the host from another checkout
 (`bench.ab` uses it for A/B runs); this benchmark's own code always drives it, so both sides of
 an A/B get the same workload. Run `python -m bench.cpu` (about three minutes); results go to
 bench/results/cpu.md, or as JSON to `--json`.
