@@ -286,6 +286,7 @@ def ramp(executions: Executions, step: float, measure: float, budget: float) -> 
 
 def measure_run(options: argparse.Namespace) -> Run:
     app_root = Path(options.app_root).resolve()
+    commit = commit_of(app_root)  # before the run: the checkout may move on meanwhile
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
     emulator = azurite.start()
     proxy = CountingProxy([emulator.blob_port, emulator.queue_port, emulator.table_port])
@@ -317,7 +318,7 @@ def measure_run(options: argparse.Namespace) -> Run:
     return Run(
         costs=costs, machine=machine_name(),
         host_python=functions_path((work / "host.log").read_text(errors="replace")),
-        commit=commit_of(app_root), rate=options.rate, ramp=steps if options.ramp_step else [],
+        commit=commit, rate=options.rate, ramp=steps if options.ramp_step else [],
         when=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
     )  # fmt: skip
 
