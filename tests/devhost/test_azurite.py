@@ -1,9 +1,11 @@
 """Azurite as the tests start it (a temporary folder, gone after stop) and as `make run` does (a
-folder of the project, kept across restarts unless emptied first), and the local host's lock."""
+folder of the project, kept across restarts unless emptied first, and across a crash with every
+acknowledged write), and the local host's lock."""
 
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,51 @@ def test_a_persistent_location_keeps_its_data_across_a_restart_until_emptied(tmp
     finally:
         emulator.stop()
     assert location.is_dir()
+
+
+@pytest.mark.services
+def test_a_persistent_location_keeps_every_acknowledged_write_when_azurite_is_killed(
+    tmp_path: Path,
+) -> None:
+    # Azurite itself saves every 5 s: killed at once, it would lose all of these.
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        tables = TableServiceClient.from_connection_string(emulator.connection_string)
+        table = tables.create_table("kept")
+        queue = QueueClient.from_connection_string(emulator.connection_string, "kept")
+        queue.create_queue()
+        table.create_entity({"PartitionKey": "p", "RowKey": "created", "value": 1})
+        table.create_entity({"PartitionKey": "p", "RowKey": "deleted", "value": 1})
+        table.update_entity({"PartitionKey": "p", "RowKey": "created", "value": 2})
+        table.delete_entity("p", "deleted")
+        for text in ("received", "deleted"):
+            queue.send_message(text)
+        deleted = next(iter(queue.receive_messages(max_messages=1, visibility_timeout=300)))
+        queue.delete_message(deleted)
+        received = next(iter(queue.receive_messages(max_messages=1, visibility_timeout=300)))
+        # Many at once too: Azurite answers those together after one save.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(queue.send_message, (f"burst {n}" for n in range(30))))
+        emulator.process.kill()  # SIGKILL, straight after the last acknowledgement
+        emulator.process.wait(timeout=10)
+    finally:
+        emulator.stop()
+
+    emulator = azurite.start(location=location)
+    try:
+        table = TableServiceClient.from_connection_string(emulator.connection_string)
+        rows = table.get_table_client("kept").list_entities()
+        assert {row["RowKey"]: row["value"] for row in rows} == {"created": 2}
+        queue = QueueClient.from_connection_string(emulator.connection_string, "kept")
+        visible = [message.content for message in queue.peek_messages(max_messages=32)]
+        assert sorted(visible) == sorted(f"burst {n}" for n in range(30))
+        # The received message is still invisible, and its receipt still deletes it.
+        assert queue.get_queue_properties().approximate_message_count == 31
+        queue.delete_message(received.id, received.pop_receipt)
+        assert queue.get_queue_properties().approximate_message_count == 30
+    finally:
+        emulator.stop()
 
 
 @pytest.mark.services
