@@ -80,6 +80,7 @@ def start(
     table_port: int = 0,
     options: Sequence[str] = (),
     location: Path | None = None,
+    *,
     durable: bool | None = None,
 ) -> Azurite:
     """Start Azurite on the given ports (0: any free one) and wait until it answers.
@@ -103,8 +104,9 @@ def start(
         location = Path(temporary.name)
     location.mkdir(parents=True, exist_ok=True)
     # --skipApiVersionCheck: the current Python SDKs send API versions Azurite does not know yet.
+    preload = ["--require", str(DURABLE)] if durable else []
     command = [
-        "node", *(["--require", str(DURABLE)] if durable else []), str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
+        "node", *preload, str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
         "--location", str(location),
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
         *options,
