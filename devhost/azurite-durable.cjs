@@ -72,6 +72,7 @@ function unsaved() {
 
 const HELD = Symbol("held until saved");
 let held = [];
+let failing = false;
 
 function saveAndRelease() {
   const releasing = held;
@@ -102,9 +103,14 @@ function saveAndRelease() {
       original.apply(response, args);
     }
   }
-  if (failure !== null) {
-    process.stderr.write(`azurite-durable: saving failed, responses dropped: ${failure}\n`);
+  // Said once per run of failures: whoever started Azurite may not read its stderr, and a full
+  // pipe would stop it.
+  if (failure !== null && !failing) {
+    process.stderr.write(`azurite-durable: saving failed, answers dropped until it works: ${failure}\n`);
+  } else if (failure === null && failing) {
+    process.stderr.write("azurite-durable: saving works again\n");
   }
+  failing = failure !== null;
 }
 
 // write() as well as end(): Azurite writes a response's body before it ends it, and a client

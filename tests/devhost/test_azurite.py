@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from azure.data.tables import TableServiceClient
+from azure.core.exceptions import AzureError
+from azure.data.tables import TableClient, TableServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient
 
 from devhost import azurite
@@ -105,6 +106,37 @@ def test_a_persistent_location_keeps_every_acknowledged_write_when_azurite_is_ki
         assert queue.get_queue_properties().approximate_message_count == 31
         queue.delete_message(received.id, received.pop_receipt)
         assert queue.get_queue_properties().approximate_message_count == 30
+    finally:
+        emulator.stop()
+
+
+@pytest.mark.services
+def test_a_write_that_cannot_be_saved_is_not_acknowledged(tmp_path: Path) -> None:
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        TableServiceClient.from_connection_string(emulator.connection_string).create_table("kept")
+        table = TableClient.from_connection_string(
+            emulator.connection_string, "kept", retry_total=0
+        )
+        # Where the table database is written before it is renamed into place: a folder now.
+        blocker = location / "__azurite_db_table__.json~"
+        blocker.mkdir()
+        with pytest.raises(AzureError):  # the connection breaks: no answer, no acknowledgement
+            table.create_entity({"PartitionKey": "p", "RowKey": "unsaved"})
+        blocker.rmdir()
+        table.create_entity({"PartitionKey": "p", "RowKey": "saved"})  # saving works again
+        emulator.process.kill()
+        emulator.process.wait(timeout=10)
+    finally:
+        emulator.stop()
+
+    emulator = azurite.start(location=location)
+    try:
+        table = TableClient.from_connection_string(emulator.connection_string, "kept")
+        # The first write was applied but not acknowledged; the next save kept it, as Azure may
+        # keep a write whose answer was lost.
+        assert {row["RowKey"] for row in table.list_entities()} == {"unsaved", "saved"}
     finally:
         emulator.stop()
 
