@@ -93,7 +93,12 @@ def _schemas() -> dict[str, Any]:
     schemas["Occurrences"] = {
         "type": "object",
         "required": ["value"],
-        "properties": {"value": instants},
+        "properties": {
+            "value": instants,
+            # previewOccurrences only: the schedule in words, the zone's IANA name (null: UTC)
+            "schedule": {"type": "string"},
+            "timeZone": {"type": ["string", "null"]},
+        },
     }
     text = {"type": "string"}
     error = {

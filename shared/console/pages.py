@@ -54,26 +54,26 @@ def file_response(name: str) -> func.HttpResponse:
 
 def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
     """Every collection of every subscription, with its jobs counted by state."""
-    store = services.store
+    store, now = services.store, services.now()
     found = sorted(
         store.all_collections(),
         key=lambda stored: (stored.id.subscription, stored.id.resource_group, stored.id.name),
     )
     return ApiResponse(
-        200, {"value": [collection_view(stored, store.jobs(stored.id)) for stored in found]}
+        200, {"value": [collection_view(stored, store.jobs(stored.id), now) for stored in found]}
     )
 
 
 def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """A collection, its jobs and the timeline of their next 24 hours."""
     stored = services.store.existing_collection(collection_id(request))
-    jobs = services.store.jobs(stored.id)
+    jobs, now = list(services.store.jobs(stored.id)), services.now()
     return ApiResponse(
         200,
         {
-            "collection": collection_view(stored, jobs),
-            "jobs": [job_row(job) for job in jobs],
-            "timeline": timeline(jobs, services.now()),
+            "collection": collection_view(stored, jobs, now),
+            "jobs": [job_row(job, now) for job in jobs],
+            "timeline": timeline(jobs, now),
         },
     )
 
