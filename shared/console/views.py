@@ -122,7 +122,7 @@ def time_zone(definition: dict[str, Any]) -> dict[str, str] | None:
     or None for a job in UTC."""
     written = (definition.get("recurrence") or {}).get("timeZone")
     iana = iana_name(written)
-    return None if iana is None else {"name": written, "iana": iana}
+    return None if iana is None else {"name": str(written), "iana": iana}
 
 
 def timeline(jobs: Iterable[StoredJob], now: datetime) -> dict[str, Any]:
