@@ -1,8 +1,9 @@
 """The web console's HTTP side: its files (anonymous, nothing in them is secret) and the three
 reads it makes beside the management API (behind the function key, like the API).
 
-The page changes things (run now, enable, disable, delete) through the management API itself,
-so that it works against any deployment exactly as a script would.
+The page changes things (creates and edits jobs and collections, runs now, enables, disables,
+deletes, previews a schedule) through the management API itself, so that it works against any
+deployment exactly as a script would.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
     "index.html": "text/html",
     "console.js": "text/javascript",
+    "forms.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
