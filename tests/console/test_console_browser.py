@@ -591,7 +591,7 @@ def test_axe_finds_no_serious_problem_on_any_page(
     for name, (address, heading) in pages.items():
         page.goto(f"{service.base_url}/console{address}")
         expect(page.get_by_role("heading", name=heading).first).to_be_visible()
-        if name in ("new job", "edit job"):
-            expect(page.get_by_role("region", name="Preview").get_by_role("listitem").first).to_be_visible()
+        if name in ("new job", "edit job"):  # the preview's answer (or its problems) arrived
+            expect(page.locator(".preview .help")).not_to_be_empty()
         problems[name] = axe_problems(page)
     assert {name: found for name, found in problems.items() if found} == {}

@@ -563,8 +563,9 @@ async function refresh({ moveFocus = false } = {}) {
     }
     if (location.hash !== hash) return; // the user moved on meanwhile
     setTrail(...shown.trail);
-    if (console_.shownHash === hash && !page.form) morph(view, shown.content);
-    else view.replaceChildren(...shown.content);
+    const content = shown.content.filter(Boolean);
+    if (console_.shownHash === hash && !page.form) morph(view, content);
+    else view.replaceChildren(...content);
     console_.shownHash = hash;
     placeMarks(view);
     document.title = `${shown.trail[shown.trail.length - 1][0]} · Scheduler console`;
