@@ -214,7 +214,7 @@ def test_run_now_adds_a_history_entry_to_the_job_page(
     expect(page.get_by_role("heading", name="Job cleanup")).to_be_visible()
     expect(page.get_by_text("No history yet.")).to_be_visible()
 
-    page.get_by_role("button", name="Run cleanup now").click()
+    page.get_by_role("button", name="Run now: cleanup").click()
     expect(page.get_by_role("status")).to_contain_text("cleanup was started")  # at once
     history = page.get_by_role("row").filter(has_text="Completed")
     # Well within the 10 s of a regular refresh: the page follows the run it started.
@@ -530,7 +530,7 @@ def test_a_deleted_job_gives_one_clear_not_found_page_and_refreshes_keep_the_con
     page.clock.install()  # the page's 10 s refresh, on the test's command
     sign_in(page, service)
     page.goto(f"{service.base_url}/console{collection_hash(collection)}/jobs/short-lived")
-    run = page.get_by_role("button", name="Run short-lived now")
+    run = page.get_by_role("button", name="Run now: short-lived")
     run.focus()
     kept = run.element_handle()
     before = page.locator("#updated").inner_text()

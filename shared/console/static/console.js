@@ -287,7 +287,7 @@ function jobActions(job) {
         },
       };
       return `${job.name} was started; its result appears here when it has run.`;
-    }, { "aria-label": `Run ${job.name} now` }),
+    }, { "aria-label": `Run now: ${job.name}` }),
     h("a", { class: "button", href: `#/${jobPath(job.id)}/edit`, "aria-label": `Edit ${job.name}` }, "Edit"),
     actionButton(enabled ? "Disable" : "Enable", `state:${job.id}`, async () => {
       const state = enabled ? "Disabled" : "Enabled";
