@@ -25,7 +25,7 @@ $(TESTDEPS): $(RUNDEPS) tests/requirements.txt
 	touch $@
 
 $(NODEDEPS): package.json package-lock.json
-	@echo "Installing Azurite into node_modules (first time only, half a minute)..."
+	@echo "Installing Azurite and axe-core into node_modules (first time only, half a minute)..."
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
