@@ -295,7 +295,16 @@ def test_the_job_page_never_shows_a_secret(
     expect(page.locator("pre.definition")).to_contain_text("day=1")
 
 
-def test_the_keyboard_alone_signs_in_and_opens_a_job(
+def tab_to(page: Page, read: str, wanted: str) -> None:
+    """Presses Tab until the focused element's `read` (JavaScript) is `wanted`."""
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate(read) == wanted:
+            return
+    pytest.fail(f"Tab never reached {wanted}")
+
+
+def test_the_keyboard_alone_signs_in_opens_a_job_and_runs_it(
     page: Page, service: Service, api: httpx.Client, collection: str, target: Target
 ) -> None:
     put_job(api, collection, "by-keys", weekly_job(target.url("/ok"), soon()))
@@ -307,20 +316,11 @@ def test_the_keyboard_alone_signs_in_and_opens_a_job(
     group, name = collection.split("/")[4], collection.rsplit("/", 1)[1]
     page.goto(f"{service.base_url}/console#/collections/console-sub/{group}/{name}")
     expect(page.get_by_role("heading", name=f"Collection {name}")).to_be_visible()
-    for _ in range(30):  # the skip link, the header's links and buttons, then the page's own
-        page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement.textContent") == "by-keys":
-            break
-    else:
-        pytest.fail("Tab never reached the link to the job")
+    # The skip link, the header's links and buttons, then the page's own.
+    tab_to(page, "document.activeElement.textContent", "by-keys")
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Job by-keys")).to_be_visible()
-    for _ in range(30):  # then on to its Run now, which the keyboard presses as well
-        page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement.getAttribute('aria-label')") == "Run now: by-keys":
-            break
-    else:
-        pytest.fail("Tab never reached Run now")
+    tab_to(page, "document.activeElement.getAttribute('aria-label')", "Run now: by-keys")
     page.keyboard.press("Enter")
     expect(page.get_by_role("status")).to_contain_text("by-keys was started")
 
@@ -511,7 +511,8 @@ def test_a_collection_is_made_and_edited_through_its_form(
 
 
 def test_a_failing_job_is_marked_on_the_overview_and_on_its_collection(
-    page: Page, service: Service, api: httpx.Client, collection: str, target: Target, tmp_path: Path
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target, *,
+    tmp_path: Path,
 ) -> None:
     target.answer("/broken", 500, b"database is down")
     failing = weekly_job(target.url("/broken"), soon())
