@@ -103,7 +103,7 @@ def health_check(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(
     route="{ignored:maxlength(0)?}", methods=["GET", "HEAD"], auth_level=func.AuthLevel.ANONYMOUS
 )
-def root(req: func.HttpRequest) -> func.HttpResponse:
+def root_to_console(req: func.HttpRequest) -> func.HttpResponse:
     """The service's root address leads to the console."""
     return func.HttpResponse(status_code=302, headers={"Location": "/console"})
 

@@ -124,7 +124,10 @@ def soon() -> datetime:
 def test_the_console_asks_for_the_key_and_says_when_it_is_wrong(
     page: Page, service: Service
 ) -> None:
-    page.goto(f"{service.base_url}/console")
+    answer = page.goto(f"{service.base_url}/console")
+    assert answer is not None
+    policy = answer.headers["content-security-policy"]  # nothing from elsewhere, nothing inline
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     sign_in(page, service, key="not-the-key")
     expect(page.get_by_role("alert")).to_contain_text("refused (401)")
@@ -282,8 +285,9 @@ def test_the_job_page_never_shows_a_secret(
     properties = weekly_job(target.url("/ok?sig=s3cr3t-sig&day=1"), soon())
     properties["action"]["request"] |= {
         "authentication": {"type": "Basic", "username": "ops", "password": "pa55-w0rd"},
-        "headers": {"X-Api-Key": "k3y-value", "Accept": "text/plain"},
-    }
+        "headers": {"X-Api-Key": "k3y-value", "Accept": "text/plain",
+                    "X-Note": "<img src=x onerror=window.pwned=1>"},
+    }  # fmt: skip
     put_job(api, collection, "guarded", properties)
     sign_in(page, service)
     open_collection(page, collection)
@@ -293,6 +297,12 @@ def test_the_job_page_never_shows_a_secret(
     for secret in ("s3cr3t-sig", "pa55-w0rd", "k3y-value"):
         assert secret not in text
     expect(page.locator("pre.definition")).to_contain_text("day=1")
+    # What a job holds is shown as text, never parsed as HTML; its edit form likewise.
+    expect(page.locator("pre.definition")).to_contain_text("<img src=x onerror=window.pwned=1>")
+    page.get_by_role("link", name="Edit guarded").click()
+    expect(page.get_by_label("Headers")).to_have_value(re.compile("X-Note: <img src=x"))
+    assert page.locator("#view img").count() == 0
+    assert page.evaluate("window.pwned") is None
 
 
 def tab_to(page: Page, read: str, wanted: str) -> None:
