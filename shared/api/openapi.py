@@ -101,10 +101,20 @@ def _schemas() -> dict[str, Any]:
         },
     }
     text = {"type": "string"}
+    # A 400 for input that breaks rules names each problem's field (a JSON path) in `target`.
+    detail = {
+        "type": "object",
+        "required": ["code", "target", "message"],
+        "properties": {"code": text, "target": text, "message": text},
+    }
     error = {
         "type": "object",
         "required": ["code", "message"],
-        "properties": {"code": text, "message": text},
+        "properties": {
+            "code": text,
+            "message": text,
+            "details": {"type": "array", "items": detail},
+        },
     }
     schemas["Error"] = {"type": "object", "required": ["error"], "properties": {"error": error}}
     return schemas
