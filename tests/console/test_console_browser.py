@@ -351,6 +351,11 @@ def test_a_phone_sized_screen_shows_each_job_as_a_labelled_card(
         assert widths[0] <= widths[1], f"the page scrolls sideways: {widths}"
         label = card.locator("td[data-label='Next run']")
         assert "Next run" in label.evaluate("cell => getComputedStyle(cell, '::before').content")
+        page.get_by_role("link", name="New job").click()  # the form, its preview under it
+        expect(page.get_by_role("region", name="Preview")).to_contain_text("Fill in the form")
+        expect(page.locator("[aria-invalid]")).to_have_count(0)  # nothing is wrong before typing
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], f"the form scrolls sideways: {widths}"
     finally:
         context.close()
 

@@ -20,6 +20,7 @@ const console_ = {
   follow: null, // {until, done(data) -> text|null}: refresh often until `done` says so
   shownHash: null, // the page on screen: a refresh of the same one updates it in place
   pendingNotice: null, // the result to show on the page being opened
+  again: null, // a refresh asked for while one was under way: {moveFocus}
 };
 
 // --- talking to the app ------------------------------------------------------------------
@@ -543,10 +544,14 @@ function route() {
 
 async function refresh({ moveFocus = false } = {}) {
   if (!console_.key) return showSignIn("");
-  if (console_.rendering) return;
+  if (console_.rendering) {
+    // One at a time; a page opened meanwhile is drawn when this one is done, not dropped.
+    console_.again = { moveFocus: moveFocus || (console_.again && console_.again.moveFocus) };
+    return;
+  }
   const hash = location.hash;
   const page = route();
-  if (page.form && console_.shownHash === hash && !moveFocus) return; // a form is never redrawn
+  if (page.form && console_.shownHash === hash) return; // a form is never redrawn under the user
   console_.rendering = true;
   const view = document.getElementById("view");
   const focused = document.activeElement && document.activeElement.dataset
@@ -564,7 +569,8 @@ async function refresh({ moveFocus = false } = {}) {
     if (location.hash !== hash) return; // the user moved on meanwhile
     setTrail(...shown.trail);
     const content = shown.content.filter(Boolean);
-    if (console_.shownHash === hash && !page.form) morph(view, content);
+    const samePage = console_.shownHash === hash && !page.form;
+    if (samePage) morph(view, content);
     else view.replaceChildren(...content);
     console_.shownHash = hash;
     placeMarks(view);
@@ -576,12 +582,16 @@ async function refresh({ moveFocus = false } = {}) {
     // An element the update replaced gives the focus to its successor.
     const again = focused && !view.contains(document.activeElement) &&
       (view.querySelector(`[data-focus="${CSS.escape(focused)}"]`) || document.getElementById(focused));
-    if (moveFocus) (view.querySelector("[autofocus]") || view).focus();
+    // The focus moves to a page just opened; a page updated in place keeps it where it is.
+    if (moveFocus && !samePage) (view.querySelector("[autofocus]") || view).focus();
     else if (again) again.focus();
   } catch (failure) {
     handleFailure(failure);
   } finally {
     console_.rendering = false;
+    const again = console_.again;
+    console_.again = null;
+    if (again) refresh(again);
   }
 }
 

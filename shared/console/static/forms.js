@@ -112,6 +112,7 @@ class Form {
     this.model = model;
     this.changed = changed; // (structural: bool) -> void
     this.fields = new Map();
+    this.touched = new Set(); // the fields the user changed: a preview marks only their problems
   }
 
   // A labelled control for the model's `path`, with room for its help and its error.
@@ -123,6 +124,7 @@ class Form {
     const describedBy = [help ? `${id}-help` : null, `${id}-error`].filter(Boolean).join(" ");
     let element;
     const write = (event) => {
+      this.touched.add(path.join("."));
       setAt(this.model, path, converter.read(event.target.value));
       this.changed(structural);
     };
@@ -155,7 +157,11 @@ class Form {
     const words = kept ? `Stored and never shown: leave empty to keep it, or type a new one. ${help}` : help;
     const element = h("input", { id, type: "password", autocomplete: "new-password", spellcheck: "false",
       placeholder: kept ? "•••••• (kept)" : null, "aria-describedby": `${id}-help ${id}-error`,
-      oninput: (event) => { setAt(this.model, path, KINDS.text.read(event.target.value)); this.changed(false); } });
+      oninput: (event) => {
+        this.touched.add(path.join("."));
+        setAt(this.model, path, KINDS.text.read(event.target.value));
+        this.changed(false);
+      } });
     element.value = getAt(this.model, path) ?? "";
     return this.wrap(id, label, path, element, words);
   }
@@ -168,6 +174,7 @@ class Form {
       onchange: (event) => {
         const group = event.target.closest("fieldset");
         const ticked = Array.from(group.querySelectorAll("input:checked")).map((box) => box.value);
+        this.touched.add(path.join("."));
         setAt(this.model, path, ticked.length ? ticked : undefined);
         this.changed(false);
       },
@@ -185,16 +192,25 @@ class Form {
       onchange: (event) => { change(event.target.checked); this.changed(true); } }), h("label", { for: id }, label));
   }
 
+  // The field that shows a problem with `target` (a path in the model): its own, or the
+  // nearest one above it ("" for none).
+  placeOf(target) {
+    let place = target;
+    while (place && !this.fields.has(place)) place = place.includes(".") ? place.slice(0, place.lastIndexOf(".")) : "";
+    return place;
+  }
+
   // The API's problems beside the fields they name (`properties.action.request.uri`); those of
-  // no field here are listed with the form's own message.
+  // no field here are listed with the form's own message. Answers how many were shown.
   showProblems(details, prefix, general, ignored = () => false) {
     this.clearProblems();
     const unplaced = [];
+    let shown = 0;
     for (const detail of details) {
       const target = (detail.target || "").replace(/\[\d+\]/g, "").replace(prefix, "");
       if (ignored(target)) continue;
-      let place = target;
-      while (place && !this.fields.has(place)) place = place.includes(".") ? place.slice(0, place.lastIndexOf(".")) : "";
+      shown += 1;
+      const place = this.placeOf(target);
       const field = this.fields.get(place);
       if (!field) {
         unplaced.push(`${detail.target}: ${detail.message}`);
@@ -205,7 +221,7 @@ class Form {
       field.element.setAttribute("aria-invalid", "true");
     }
     general.replaceChildren(...unplaced.map((text) => h("li", {}, text)));
-    return details.length - unplaced.length;
+    return shown;
   }
 
   clearProblems() {
@@ -220,7 +236,7 @@ class Form {
 
 function newJobModel() {
   return {
-    action: { type: "Https", request: { method: "GET", uri: "https://" } },
+    action: { type: "Https", request: { method: "GET" } },
     recurrence: { frequency: "Hour", interval: 1 },
   };
 }
@@ -318,7 +334,7 @@ class JobEditor {
       this.actionFields(["action"], "Action"),
       h("fieldset", { class: "group" }, h("legend", {}, "If every try fails"),
         form.toggle("Run an error action", isObject(model.action.errorAction), (on) => {
-          setAt(model, ["action", "errorAction"], on ? { type: "Https", request: { method: "POST", uri: "https://" } } : undefined);
+          setAt(model, ["action", "errorAction"], on ? { type: "Https", request: { method: "POST" } } : undefined);
         }),
         isObject(model.action.errorAction) ? this.actionFields(["action", "errorAction"], "Error action", false) : null),
     ];
@@ -377,7 +393,7 @@ class JobEditor {
     if (was !== MESSAGE_OF[type]) {
       delete action[was];
       action[MESSAGE_OF[type]] = type === "StorageQueue" ? {}
-        : type.startsWith("ServiceBus") ? { authentication: { type: "SharedAccessKey" } } : { method: "GET", uri: "https://" };
+        : type.startsWith("ServiceBus") ? { authentication: { type: "SharedAccessKey" } } : { method: "GET" };
     }
   }
 
@@ -389,7 +405,7 @@ class JobEditor {
       h("div", { class: "row-fields" },
         form.field("Method", [...request, "method"], { control: "select",
           options: Object.fromEntries(HTTP_METHODS.map((method) => [method, method])) }),
-        form.field("URI", [...request, "uri"], { inputType: "url", required: true,
+        form.field("URI", [...request, "uri"], { inputType: "url", required: true, placeholder: "https://example.org/hook",
           help: "Keys in it show as *** and are kept unless you change them." })),
       form.field("Headers", [...request, "headers"], { kind: "headers", control: "textarea",
         help: "One per line: Name: value." }),
@@ -506,6 +522,7 @@ class JobEditor {
     this.jsonError.textContent = "";
     this.form.model = parsed;
     this.renderFields();
+    for (const place of this.form.fields.keys()) this.form.touched.add(place); // typed, in JSON
     this.schedulePreview(PREVIEW_DELAY_MS);
   }
 
@@ -525,9 +542,13 @@ class JobEditor {
     return { properties: body };
   }
 
+  // Problems a preview does not mark: those of kept secrets (their stand-ins), and those of
+  // fields not yet changed (a new form is not wrong before the user has typed).
   ignoredTarget() {
     const kept = this.keptSecrets().map((path) => path.join("."));
-    return (target) => kept.some((path) => target === path || path.startsWith(`${target}.`));
+    const form = this.form;
+    return (target) => kept.some((path) => target === path || path.startsWith(`${target}.`)) ||
+      (form.placeOf(target) !== "" && !form.touched.has(form.placeOf(target)));
   }
 
   async preview() {
@@ -542,9 +563,9 @@ class JobEditor {
       const placed = failure instanceof ApiFailed
         ? this.form.showProblems(failure.details, "properties.", this.problems, this.ignoredTarget()) : 0;
       this.words.textContent = "";
-      this.previewNote.textContent = placed || this.problems.childElementCount
-        ? "Fix what is marked to see when the job would run."
-        : `No preview: ${failure.message}`;
+      this.previewNote.textContent = !(failure instanceof ApiFailed) ? `No preview: ${failure.message}`
+        : placed ? "Fix what is marked to see when the job would run."
+          : "Fill in the form to see when the job would run.";
       this.list.replaceChildren();
       return;
     }
