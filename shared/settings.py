@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 STORAGE = "AzureWebJobsStorage"  # a connection string: Azurite, locally
 # Identity-based storage, as the Functions host reads it too (shared-key access is off in Azure).
@@ -34,6 +35,11 @@ SERVICEBUS_ENDPOINT = "SCHEDULER_SERVICEBUS_ENDPOINT"
 # azure-identity, for ManagedServiceIdentity jobs; a local token server's in tests.
 IDENTITY_ENDPOINT = "IDENTITY_ENDPOINT"
 IDENTITY_HEADER = "IDENTITY_HEADER"
+# Where clients reach the API, which `nextLink`s are built on (never a request's own Host header):
+# the setting if given (a custom domain, a gateway in front), else the site's host name, which
+# the platform sets in Azure and the local host sets to its own address.
+PUBLIC_BASE_URL = "SCHEDULER_PUBLIC_BASE_URL"
+SITE_HOST_NAME = "WEBSITE_HOSTNAME"
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,8 @@ EVERY_SETTING = (
     # Set by the platform itself, never by the templates or the sample.
     _setting(IDENTITY_ENDPOINT, "app", "azure-identity", in_sample=False, in_azure=False),
     _setting(IDENTITY_HEADER, "azure-identity", in_sample=False, in_azure=False),
+    _setting(SITE_HOST_NAME, "app", in_sample=False, in_azure=False),  # the local host sets it too
+    _setting(PUBLIC_BASE_URL, "app", in_sample=False, in_azure=False),  # only to override the above
     # Flex Consumption takes the language from the site's runtime settings, not this one.
     _setting("FUNCTIONS_WORKER_RUNTIME", "host", in_azure=False),
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
@@ -88,6 +96,9 @@ DEFAULT_LOOKAHEAD_S = 90  # with a tick a minute, every occurrence is on the que
 DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
 DEFAULT_STORAGE_SUFFIX = "core.windows.net"  # sovereign clouds: core.chinacloudapi.cn, ...
 DEFAULT_SERVICEBUS_SUFFIX = "servicebus.windows.net"
+# Without either setting: the Functions host's own local address.
+DEFAULT_PUBLIC_BASE_URL = "http://localhost:7071"
+_LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 class SettingError(ValueError):
@@ -117,6 +128,7 @@ class Settings:
     servicebus_endpoint: str | None = None
     storage_identity: StorageIdentity | None = None
     identity_endpoint: str | None = None  # where the platform serves the app identity's tokens
+    public_base_url: str = DEFAULT_PUBLIC_BASE_URL  # scheme and host (and path) of the API
 
     @property
     def horizon(self) -> timedelta:
@@ -174,7 +186,27 @@ class Settings:
             servicebus_suffix=environment.get(SERVICEBUS_SUFFIX) or DEFAULT_SERVICEBUS_SUFFIX,
             servicebus_endpoint=environment.get(SERVICEBUS_ENDPOINT) or None,
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
+            public_base_url=_public_base_url(environment),
         )
+
+
+def _public_base_url(environment: Mapping[str, str]) -> str:
+    """Where clients reach the API: the setting, else the site's host name (https, but for a
+    local address, which the local hosts serve in the clear), else the local default."""
+    given = environment.get(PUBLIC_BASE_URL)
+    if given:
+        parts = urlsplit(given)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise SettingError(
+                f"{PUBLIC_BASE_URL} must be an http(s) URL without a query, such as "
+                "https://scheduler.example.com"
+            )
+        return given.rstrip("/")
+    host = environment.get(SITE_HOST_NAME)
+    if not host:
+        return DEFAULT_PUBLIC_BASE_URL
+    local = urlsplit(f"//{host}").hostname in _LOCAL_HOSTS
+    return f"{'http' if local else 'https'}://{host}"
 
 
 def _storage_identity(environment: Mapping[str, str]) -> StorageIdentity | None:

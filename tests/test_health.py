@@ -13,10 +13,13 @@ import pytest
 from devhost import azurite
 from shared.api import health
 from shared.api.health import Probe, report
+from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain.ids import JobId
 from shared.services import build
 from shared.settings import Settings
 from tests.conftest import Service
 from tests.factories import utc
+from tests.pipeline import Pipeline
 
 NOW = utc("2026-12-01T08:00:00Z")
 
@@ -90,3 +93,40 @@ def test_the_status_follows_what_the_probes_found(
     status, body = report(NOW, last_tick, depth)
     assert (status, body["status"]) == expected
     assert body["queue"]["depth"] == depth.value
+
+
+@pytest.mark.parametrize(
+    ("depth", "late", "reason"),
+    [
+        pytest.param(Probe(40), Probe(timedelta(minutes=3)),
+                     "messages on the execution queue wait 180 s past their time, more than 60 s: "
+                     "the executor is behind", id="late"),
+        pytest.param(Probe(health.MOST_DEPTH + 1), Probe(timedelta(0)),
+                     f"the execution queue holds {health.MOST_DEPTH + 1} messages, more than "
+                     f"{health.MOST_DEPTH}", id="deep"),
+    ],
+)
+def test_a_queue_that_outgrows_the_executor_is_degraded_with_the_reason(
+    depth: Probe[int], late: Probe[timedelta], reason: str
+) -> None:
+    status, body = report(NOW, Probe(NOW - timedelta(seconds=30)), depth, late)
+    assert (status, body["status"], body["reasons"]) == (200, "degraded", [reason])
+    assert body["queue"]["depth"] == depth.value
+
+
+def test_messages_waiting_past_their_time_make_the_service_degraded(storage: str) -> None:
+    pipeline = Pipeline(storage)
+    pipeline.jump(timedelta(seconds=1))  # the timer has ticked
+    status, body = health.check(lambda: pipeline.services)
+    assert (status, body["status"], body["queue"]["secondsLate"]) == (200, "healthy", 0)
+    # Attempts the executor has not taken, due five minutes ago (it is behind, or something
+    # keeps filling the queue).
+    now, due = pipeline.clock(), pipeline.clock() - timedelta(minutes=5)
+    job = JobId(pipeline.collection, "waiting")
+    pipeline.dispatcher.dispatch([Delivery(job, due, Pending(Attempt(due), due))], now)
+    status, body = health.check(lambda: pipeline.services)
+    assert (status, body["status"], body["queue"]["secondsLate"]) == (200, "degraded", 300)
+    assert body["reasons"] == [
+        "messages on the execution queue wait 300 s past their time, more than 60 s: the executor is behind"
+    ]
+    assert "waiting" not in json.dumps(body)  # no job named

@@ -16,7 +16,8 @@ from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName, ActionType
-from shared.domain.redaction import redact_text
+from shared.domain.job_document import secret_values
+from shared.domain.redaction import masked_values, redact_text
 
 log = logging.getLogger("scheduler.actions")
 
@@ -52,15 +53,21 @@ class Actions:
         if performer is None:
             message = f"The action could not be performed: no performer for type {action['type']}"
             return Outcome(False, started, self._clock(), message)
+        # What a target echoes back (a body quoting the request), or an exception quotes, must
+        # not carry the job's secrets into history and the logs.
+        secrets = secret_values(definition)
         try:
             succeeded, message = performer.perform(action, job, attempt, region)
         except Exception as error:  # a fault of ours is a failed attempt, never a lost record
             # The traceback goes through redact_text: an exception's message may quote the
             # job's URI, keys in its query string included.
             trace = redact_text("".join(traceback.format_exception(error)))
-            log.error("action of %s failed unexpectedly\n%s", job.arm_name, trace)
+            log.error(
+                "action of %s failed unexpectedly\n%s", job.arm_name, masked_values(trace, secrets)
+            )
             succeeded = False
             message = f"The action could not be performed: internal error ({type(error).__name__})"
+        message = masked_values(message, secrets)
         return Outcome(succeeded, started, self._clock(), message)
 
     def close(self) -> None:

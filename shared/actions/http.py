@@ -29,9 +29,10 @@ from shared.actions.managed_identity import IdentityTokens
 from shared.actions.oauth import TokenCache, TokenUnavailable
 from shared.actions.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.domain.attempts import Attempt, execution_id
+from shared.domain.audiences import audience_refusal
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HttpAuthenticationType
-from shared.domain.redaction import redact_text
+from shared.domain.redaction import masked_values, redact_text
 from shared.domain.wire import iso
 
 IDENTITY_PREFIX = "x-ms-scheduler-"
@@ -75,20 +76,22 @@ class HttpActions:
             if not name.lower().startswith(IDENTITY_PREFIX)
         }
         headers = {**own, **identity_headers(job, attempt)}
-        client, auth = self._client, None
+        client, auth, token = self._client, None, ""
         try:
             if kind == HttpAuthenticationType.BASIC.value:
                 auth = httpx.BasicAuth(authentication["username"], authentication["password"])
             elif kind == HttpAuthenticationType.ACTIVE_DIRECTORY_OAUTH.value:
-                headers["Authorization"] = f"Bearer {self._tokens.token(authentication)}"
+                token = self._tokens.token(authentication)
             elif kind == HttpAuthenticationType.CLIENT_CERTIFICATE.value:
                 client = self._certificate_client(authentication)
             elif kind == HttpAuthenticationType.MANAGED_SERVICE_IDENTITY.value:
-                headers["Authorization"] = f"Bearer {self._identity_token(authentication, host)}"
+                token = self._identity_token(authentication, uri)
         except TokenUnavailable as failure:
             return False, f"Http Action - No token for host '{host}': {failure}"
         except ValueError as failure:
             return False, f"Http Action - The client certificate cannot be used: {failure}"
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         body = request.get("body")
         try:
             with client.stream(
@@ -109,6 +112,8 @@ class HttpActions:
                 False,
                 f"Http Action - Request to host '{host}' failed: {redact_text(str(failure))}",
             )
+        # A target that echoes the request would put the token into history.
+        shown = masked_values(shown, {token})
         return succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
 
     def close(self) -> None:
@@ -116,16 +121,20 @@ class HttpActions:
         for client in self._certificate_clients.take_all():
             client.close()
 
-    def _identity_token(self, authentication: dict[str, Any], host: str) -> str:
+    def _identity_token(self, authentication: dict[str, Any], uri: str) -> str:
         if self._identity is None:
             raise TokenUnavailable(
                 "the app has no managed identity here (the platform sets IDENTITY_ENDPOINT "
                 "where it has one)"
             )
-        if host.lower().rstrip(".") in self._own_storage_hosts:
+        if httpx.URL(uri).host.lower().rstrip(".") in self._own_storage_hosts:
             raise TokenUnavailable(
                 "the app's identity is not lent for calls to the app's own storage account"
             )
+        # Checked at the save too; here again for jobs saved before the rule was.
+        refusal = audience_refusal(authentication["audience"], uri)
+        if refusal is not None:
+            raise TokenUnavailable(f"the audience {refusal}")
         return self._identity.token(authentication["audience"], authentication.get("clientId"))
 
     def _certificate_client(self, authentication: dict[str, Any]) -> httpx.Client:

@@ -24,6 +24,7 @@ from azure.core.exceptions import AzureError
 from azure.identity import ManagedIdentityCredential
 
 from shared.actions.oauth import RENEW_BEFORE, TokenUnavailable
+from shared.domain.audiences import STORAGE_SERVICES
 
 # The token endpoint is the platform's, on the same machine: bounded all the same, so that an
 # endpoint that hangs fails the attempt instead of holding an executor thread.
@@ -34,8 +35,6 @@ TOKEN_REQUEST_RETRIES = 2
 # endpoint's answer after it: only that answer is kept.
 _NOT_FOUND_PREFIX = re.compile(r"^[^.]*configuration not found in environment\.\s*")
 _ENDPOINT_ANSWER = re.compile(r"Token request error: \(\w+\)\s*(\d{3}),\s*")
-# A storage account's services, each on a host of its own: `{account}.{service}.{suffix}`.
-STORAGE_SERVICES = ("blob", "queue", "table", "file", "dfs", "web")
 
 
 def platform_credential(client_id: str | None) -> ManagedIdentityCredential:

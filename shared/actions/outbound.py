@@ -2,7 +2,8 @@
 
 A job's URL is a client's input, and this service runs inside someone's network with a managed
 identity: by default an action may not reach loopback, link-local (the instance metadata
-endpoint at 169.254.169.254 among them), private, shared or unspecified addresses. The check
+endpoint at 169.254.169.254 among them), private, shared, reserved or unspecified addresses (a
+table of the project's own, `special_addresses`, the same on every Python). The check
 happens where the socket is opened, on the very address connected to, so a name that resolves
 to a refused address (or resolves differently a moment later) and every redirect hop are
 covered. `SCHEDULER_OUTBOUND_ALLOWLIST` opens chosen hosts and CIDR ranges (local development,
@@ -16,6 +17,7 @@ same allow-list: the IPv6 address is refused when it, or any IPv4 address in it,
 
 from __future__ import annotations
 
+import http.cookiejar
 import ipaddress
 import socket
 import ssl
@@ -26,12 +28,13 @@ from typing import NamedTuple
 import httpcore
 import httpx
 
+from shared.actions.special_addresses import Address, Network, not_public_kind
+from shared.domain.redaction import is_secret_header
 from shared.transport import CALLS_AT_ONCE
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
 # local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -91,7 +94,7 @@ class OutboundPolicy:
     def _refused_kind(self, address: Address) -> str | None:
         if any(address in network for network in self.networks):
             return None
-        return _restricted_kind(address)
+        return not_public_kind(address)
 
 
 _HOW_TO_ALLOW = "(SCHEDULER_OUTBOUND_ALLOWLIST can allow it)"
@@ -130,22 +133,6 @@ def embedded_ipv4(address: Address) -> list[EmbeddedIPv4]:
         server, client = address.teredo
         found += [EmbeddedIPv4("Teredo server", server), EmbeddedIPv4("Teredo client", client)]
     return found
-
-
-def _restricted_kind(address: Address) -> str | None:
-    if address.is_unspecified:
-        return "unspecified"
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if address.is_multicast:
-        return "multicast"
-    if address.is_private:
-        return "private"
-    if not address.is_global:
-        return "reserved or shared"
-    return None
 
 
 class _GuardedBackend(httpcore.SyncBackend):
@@ -201,10 +188,42 @@ class _GuardedTransport(httpx.HTTPTransport):
         )
 
 
+class _ActionClient(httpx.Client):
+    """httpx's client, but a redirect to another origin carries none of the request's
+    credential headers (`redaction.is_secret_header`: `X-Api-Key`, `Ocp-Apim-Subscription-Key`,
+    ...), where httpx drops only `Authorization`. As httpx does for that one, an upgrade from
+    http to https on the same host keeps them: they went to that host in the clear already."""
+
+    def _redirect_headers(
+        self, request: httpx.Request, url: httpx.URL, method: str
+    ) -> httpx.Headers:
+        headers = super()._redirect_headers(request, url, method)
+        if _origin(url) != _origin(request.url) and not _https_upgrade(request.url, url):
+            for name in [name for name in headers if is_secret_header(name)]:
+                del headers[name]
+        return headers
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _https_upgrade(before: httpx.URL, after: httpx.URL) -> bool:
+    return _origin(before) == ("http", after.host, 80) and _origin(after) == (
+        "https",
+        after.host,
+        443,
+    )
+
+
 def guarded_client(policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> httpx.Client:
-    """A pooled client whose every connection, redirects included, passes the policy."""
-    return httpx.Client(
+    """A pooled client whose every connection, redirects included, passes the policy, and whose
+    redirects to another origin carry no credential header."""
+    return _ActionClient(
         transport=_GuardedTransport(policy, ssl_context),
+        # The client is shared by every job: a cookie one job's target sets would go along on
+        # other jobs' calls to that host. A job sends the cookies its own headers name, no more.
+        cookies=http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[])),
         timeout=httpx.Timeout(ACTION_TIMEOUT_S),
         follow_redirects=True,
         max_redirects=MOST_REDIRECTS,

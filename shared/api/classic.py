@@ -16,12 +16,20 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import date
 from xml.etree.ElementTree import Element
 
 import azure.functions as func
 
 from shared.api import classic_xml
-from shared.api.arm import ApiResponse, Operation, api_request, log_access, request_line
+from shared.api.arm import (
+    ApiResponse,
+    Operation,
+    api_request,
+    log_access,
+    request_line,
+    warning_headers,
+)
 from shared.api.errors import (
     ArmError,
     BadRequest,
@@ -37,11 +45,11 @@ from shared.services import Services
 from shared.storage.errors import NotFound
 
 # The scheduler's own version (the classic job and collection reads); x-ms-version is the
-# Service Management API's, any date from its 2012 editions on (.NET sent 2013-03-01, Python
-# 2014-10-01).
+# Service Management API's: a real date from its 2012-03-01 edition to its last, 2015-04-01
+# (.NET and Java sent 2013-03-01, Python 2014-10-01). A later date names no version there was.
 CLASSIC_API_VERSIONS = ("2014-04-01",)
-_MANAGEMENT_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
-_OLDEST_MANAGEMENT_VERSION = "2012-03-01"
+_MANAGEMENT_VERSION = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_OLDEST_MANAGEMENT_VERSION, _NEWEST_MANAGEMENT_VERSION = date(2012, 3, 1), date(2015, 4, 1)
 log = logging.getLogger("scheduler.api")
 
 
@@ -70,7 +78,8 @@ def serve_classic(
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
-    answer = _http_response(request_id, response)
+    ignored = classic_request.ignored if classic_request else []
+    answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)
     return answer
 
@@ -96,16 +105,27 @@ def classic_error(failure: Exception) -> ArmError | None:
 def _check_versions(
     headers: Mapping[str, str], query: Mapping[str, str], *, api_version: bool
 ) -> None:
-    version = headers.get("x-ms-version", "")
-    if not _MANAGEMENT_VERSION.fullmatch(version) or version < _OLDEST_MANAGEMENT_VERSION:
+    if not _is_management_version(headers.get("x-ms-version", "")):
         raise MissingVersionHeader()
     given = query.get("api-version")
     if (given is None and api_version) or (given is not None and given not in CLASSIC_API_VERSIONS):
         raise InvalidClassicApiVersion(given, CLASSIC_API_VERSIONS)
 
 
-def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
-    headers = {"x-ms-request-id": request_id, **response.headers}
+def _is_management_version(version: str) -> bool:
+    if not _MANAGEMENT_VERSION.fullmatch(version):
+        return False
+    try:
+        dated = date.fromisoformat(version)
+    except ValueError:  # 2014-02-30, 9999-99-99
+        return False
+    return _OLDEST_MANAGEMENT_VERSION <= dated <= _NEWEST_MANAGEMENT_VERSION
+
+
+def _http_response(
+    request_id: str, response: ApiResponse, warnings: dict[str, str]
+) -> func.HttpResponse:
+    headers = {"x-ms-request-id": request_id, **response.headers, **warnings}
     body = response.body
     if body is None:
         return func.HttpResponse(status_code=response.status, headers=headers)
@@ -113,6 +133,10 @@ def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
         content, mimetype = classic_xml.serialized(body), "application/xml"
     else:
         content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
+    # The header itself, not mimetype and charset: the Python worker's converter writes a charset
+    # only for text/* types, and the classic API answers `application/xml; charset=utf-8`.
     return func.HttpResponse(
-        content, status_code=response.status, headers=headers, mimetype=mimetype, charset="utf-8"
+        content,
+        status_code=response.status,
+        headers={**headers, "Content-Type": f"{mimetype}; charset=utf-8"},
     )

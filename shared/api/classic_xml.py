@@ -8,12 +8,13 @@ the schema says `<Plan>`, and no client relies on the namespace of what it sends
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
-from xml.etree.ElementTree import Element, ParseError, tostring
+from xml.etree.ElementTree import Element, ParseError, TreeBuilder, tostring
 
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring
+from defusedxml.ElementTree import DefusedXMLParser
 
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.problems import FieldError, InvalidRequest
@@ -31,6 +32,15 @@ CLASSIC_STATES = {
     CollectionState.DELETED.value: "Deleted",
 }
 LONGEST_LABEL, LONGEST_DESCRIPTION = 100, 1024
+# A region's display name ("West Europe"); kept short like the ARM side's `location`, far inside
+# the 32K characters a table property holds.
+LONGEST_GEO_REGION = 100
+# What a classic body may be. The largest real one, a `<Resource>` with its quota, is well under
+# 1 KB and 5 levels deep; without these, a 4 MB body of half a million nested elements was
+# parsed whole (about 160 MB of memory for one request).
+LARGEST_BODY = 64 * 1024  # bytes
+DEEPEST_NESTING = 16  # elements, the root counting as one
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
 _QUOTA_COUNTS = (("maxJobCount", "MaxJobCount"), ("maxJobOccurrence", "MaxJobOccurrence"))
 
 Content = str | int | None | Sequence[Element]
@@ -57,12 +67,52 @@ def serialized(element: Element) -> bytes:
     return bytes(tostring(element, encoding="utf-8", xml_declaration=False))
 
 
+class _TooDeep(Exception):
+    pass
+
+
+class _ShallowTreeBuilder(TreeBuilder):
+    """A tree builder that stops the parse at the first element nested too deep."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+
+    def start(self, tag: Any, attrs: Any) -> Element:
+        self._depth += 1
+        if self._depth > DEEPEST_NESTING:
+            raise _TooDeep()
+        return super().start(tag, attrs)
+
+    def end(self, tag: Any) -> Element:
+        self._depth -= 1
+        return super().end(tag)
+
+
 def read(body: bytes, root: str) -> Element:
-    """The request body as XML whose root element is `root`, or InvalidRequest saying why not."""
+    """The request body as XML whose root element is `root`, or InvalidRequest saying why not.
+
+    DTDs, entities and external references are refused (defusedxml), and so are bodies larger
+    or nested deeper than any classic request needs, before they cost more than they are worth.
+    """
     if not body.strip():
         raise InvalidRequest.because("", f"the request body is empty; a <{root}> is required")
+    if len(body) > LARGEST_BODY:
+        raise InvalidRequest.because(
+            "", f"the request body is {len(body)} bytes; at most {LARGEST_BODY} are allowed"
+        )
+    parser = DefusedXMLParser(target=_ShallowTreeBuilder(), forbid_dtd=True)
     try:
-        element = fromstring(body, forbid_dtd=True)
+        parser.feed(body)
+        element: Element = parser.close()
+    except _TooDeep:
+        raise InvalidRequest.because(
+            "", f"the request body nests elements more than {DEEPEST_NESTING} deep"
+        ) from None
+    except LookupError as unknown:  # an encoding="..." Python has no codec for
+        raise InvalidRequest.because(
+            "", f"the request body is not valid XML: {unknown}; send it as UTF-8"
+        ) from None
     except (ParseError, DefusedXmlException, ValueError) as bad:
         raise InvalidRequest.because("", f"the request body is not valid XML: {bad}") from None
     if _local(element.tag) != root.casefold():
@@ -98,6 +148,8 @@ def cloud_service_document(name: str, body: bytes) -> dict[str, str]:
     problems = []
     if region is None:
         problems.append(FieldError("GeoRegion", "is required"))
+    if region is not None and len(region) > LONGEST_GEO_REGION:
+        problems.append(FieldError("GeoRegion", f"is longer than {LONGEST_GEO_REGION} characters"))
     if len(label) > LONGEST_LABEL:
         problems.append(FieldError("Label", f"is longer than {LONGEST_LABEL} characters"))
     if len(description) > LONGEST_DESCRIPTION:
@@ -175,11 +227,9 @@ def _quota_of(quota: Element) -> dict[str, Any]:
 
 
 def _number(text: str) -> int | str:
-    """Digits as the number JSON would carry; anything else as sent, for the rules to refuse."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    """ASCII digits as the number JSON would carry; anything else as sent, for the rules to
+    refuse (int() alone would read other scripts' digits as well)."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
 
 
 def resource(name: str, collection: dict[str, Any], etag: str) -> Element:

@@ -1,5 +1,6 @@
-"""`GET /health`: is storage reachable, how full is the execution queue, when did the timer last
-tick. Anonymous, so it says nothing secret: no account names, endpoints or error texts.
+"""`GET /health`: is storage reachable, how full is the execution queue and how late what waits on
+it, when did the timer last tick. Anonymous, so it says nothing secret: no account names,
+endpoints, job names or error texts.
 
 Each probe runs with a deadline: the storage SDKs retry a refused connection for a long while,
 and a monitor wants an answer in seconds.
@@ -20,6 +21,12 @@ from shared.services import EXECUTIONS_QUEUE, Services, utc_now
 PROBE_DEADLINE_S = 5.0
 # A timer that has not ticked for this long is reported (it ticks every minute in Azure).
 TICK_OVERDUE = timedelta(minutes=5)
+# A queue that outgrows the executor is reported: by how late the messages waiting on it are
+# (an executor that keeps up takes each within a second or two of its time), and by how many it
+# holds (each second of the next 3 minutes that has attempts due holds one message per 64; a
+# queue far past that is being filled by something other than the schedules).
+MOST_LATE = timedelta(minutes=1)
+MOST_DEPTH = 10_000
 
 Value = TypeVar("Value")
 
@@ -43,35 +50,65 @@ def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
     running = built.value
     if running is None:
         return report(utc_now(), Probe(problem=built.problem), Probe(problem=built.problem))
-    last_tick, depth = _probes(
-        [running.due_index.last_tick, running.dispatcher.queue_depth], deadline
+    now = running.now()
+    last_tick, depth, late = _probes(
+        [
+            running.due_index.last_tick,
+            running.dispatcher.queue_depth,
+            lambda: running.dispatcher.lateness(now),
+        ],
+        deadline,
     )
-    return report(running.now(), last_tick, depth)
+    return report(now, last_tick, depth, late)
 
 
 def report(
-    now: datetime, last_tick: Probe[datetime | None], depth: Probe[int]
+    now: datetime,
+    last_tick: Probe[datetime | None],
+    depth: Probe[int],
+    late: Probe[timedelta] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """The status and body for what the probes found: 503 when storage cannot be reached,
-    "degraded" when the timer has not ticked within TICK_OVERDUE."""
-    reachable = last_tick.problem is None and depth.problem is None
+    "degraded", with its reasons, when the timer has not ticked within TICK_OVERDUE or the
+    queue outgrows the executor (MOST_LATE, MOST_DEPTH)."""
+    late = late or Probe(timedelta(0))
+    reachable = all(probe.problem is None for probe in (last_tick, depth, late))
     ticked = last_tick.value
-    overdue = ticked is None or now - ticked > TICK_OVERDUE
-    status = "unhealthy" if not reachable else "degraded" if overdue else "healthy"
+    reasons = []
+    if ticked is None or now - ticked > TICK_OVERDUE:
+        reasons.append(f"the timer has not ticked for more than {_minutes(TICK_OVERDUE)}")
+    if late.value is not None and late.value > MOST_LATE:
+        reasons.append(
+            f"messages on the execution queue wait {round(late.value.total_seconds())} s past "
+            f"their time, more than {round(MOST_LATE.total_seconds())} s: the executor is behind"
+        )
+    if depth.value is not None and depth.value > MOST_DEPTH:
+        reasons.append(f"the execution queue holds {depth.value} messages, more than {MOST_DEPTH}")
+    status = "unhealthy" if not reachable else "degraded" if reasons else "healthy"
     body: dict[str, Any] = {
         "status": status,
         "time": iso(now),
         "storage": {
             "tables": last_tick.problem or "reachable",
-            "queues": depth.problem or "reachable",
+            "queues": depth.problem or late.problem or "reachable",
         },
-        "queue": {"name": EXECUTIONS_QUEUE, "depth": depth.value},
+        "queue": {
+            "name": EXECUTIONS_QUEUE,
+            "depth": depth.value,
+            "secondsLate": None if late.value is None else round(late.value.total_seconds(), 1),
+        },
         "timer": {
             "lastTick": iso(ticked) if ticked else None,
             "secondsSinceLastTick": round((now - ticked).total_seconds(), 1) if ticked else None,
         },
     }
+    if reachable and reasons:
+        body["reasons"] = reasons
     return (200 if reachable else 503), body
+
+
+def _minutes(span: timedelta) -> str:
+    return f"{round(span.total_seconds() / 60)} minutes"
 
 
 def _probes(reads: list[Callable[[], Any]], deadline: float) -> list[Probe[Any]]:

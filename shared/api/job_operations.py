@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-from pydantic import ValidationError
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
+from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
 from shared.api.query import equality_filter, page_bounds, whole_number
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
-from shared.domain.job_document import occurrences_of, stored_definition
+from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
-from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.problems import InvalidRequest
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import StoredJob
+from shared.storage.store import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -50,11 +48,13 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.json_body()
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
-    stored_body = {"properties": current.document.definition}
-    try:
-        merged = JobBody.model_validate(merge_patch(stored_body, patch))
-    except ValidationError as invalid:
-        raise InvalidRequest(field_errors(invalid)) from None
+    definition = current.document.definition
+    merged_body = merge_patch({"properties": definition}, patch)
+    if isinstance(merged_body.get("properties"), dict):  # a secret goes only where it came from
+        staying = secrets_staying(definition, merged_body["properties"])
+        merged_body = merge_patch({"properties": staying}, patch)
+    # What is stored holds only known properties: whatever is ignored came with the patch.
+    merged = request.read(JobBody, merged_body)
     stored, created = services.scheduling.save_definition(
         current.id,
         merged.properties,
@@ -71,16 +71,33 @@ def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
+    """A collection's jobs in name order: one page, read from where the previous one ended.
+
+    With a `$skiptoken` (from a nextLink) the page starts after the entry it names, and `$skip`
+    only says how many entries came before it; without one, `$skip` entries are skipped.
+    """
     collection = services.store.existing_collection(collection_id(request))
     state = equality_filter(request.query.get("$filter"), "state", JobState)
-    found = services.store.jobs(collection.id, state)
-    return _page(request, [_job_resource(stored) for stored in found])
+    skip, top = page_bounds(request.query)
+    after = skiptoken(request.query)
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, next_after = services.store.jobs_page(collection.id, bounds, state)
+    following = None
+    if next_after is not None:
+        changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: next_after}
+        following = next_link(request, services.settings.public_base_url, changes)
+    return page([_job_resource(stored) for stored in found], following)
 
 
 def list_history(request: ApiRequest, services: Services) -> ApiResponse:
-    """A job's executions, newest first."""
+    """A job's executions, newest first: one page, read from where the previous one ended
+    (see `list_jobs`)."""
     job = services.store.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
+    skip, top = page_bounds(request.query)
+    after = skiptoken(request.query)
+    bounds = PageBounds(top, after, 0 if after else skip)
+    found, more = services.store.history_page(job, bounds, status)
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -88,9 +105,13 @@ def list_history(request: ApiRequest, services: Services) -> ApiResponse:
             "name": f"{job.arm_name}/{entry_id}",
             "properties": entry,
         }
-        for entry_id, entry in services.store.history(job, status)
+        for entry_id, entry in found
     ]
-    return _page(request, entries)
+    following = None
+    if more:
+        changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: found[-1][0]}
+        following = next_link(request, services.settings.public_base_url, changes)
+    return page(entries, following)
 
 
 def run_job(request: ApiRequest, services: Services) -> ApiResponse:
@@ -149,23 +170,6 @@ def _switch_collection(
     `jobs_state` ("enables/disables all of the jobs in the job collection", says the API)."""
     services.scheduling.switch_collection(collection_id(request), state, jobs_state, services.now())
     return ApiResponse(200)
-
-
-def _page(request: ApiRequest, items: list[dict[str, Any]]) -> ApiResponse:
-    skip, top = page_bounds(request.query)
-    # The last page says `"nextLink": null`, as the real service's did.
-    following = None
-    if skip + top < len(items):
-        following = _link_with(request.url, {"$skip": str(skip + top), "$top": str(top)})
-    return ApiResponse(200, {"value": items[skip : skip + top], "nextLink": following})
-
-
-def _link_with(url: str, changes: dict[str, str]) -> str:
-    parts = urlsplit(url)
-    query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
-             if name.lower() not in {change.lower() for change in changes}]  # fmt: skip
-    query += list(changes.items())
-    return urlunsplit(parts._replace(query=urlencode(query, safe="$'")))
 
 
 def _preview_count(request: ApiRequest) -> int:

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
+from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
 from shared.api.routes import ROUTES, Route
-from shared.domain.collection import CollectionBody
+from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
+from shared.api.template_operations import ImportRequest
+from shared.domain.collection import CollectionBody, CollectionState
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
-from shared.domain.job_definition import JobBody
+from shared.domain.job_definition import FINAL_STATES, HistoryStatus, JobBody, JobState
+from shared.domain.wire import WireEnum
 
 _REF = "#/components/schemas/{model}"
 
@@ -28,7 +33,7 @@ def _name(pattern: str, longest: int) -> dict[str, Any]:
 
 # What a PUT needs that its model, shared with PATCH, leaves optional.
 _REQUIRED_BY_PUT: dict[str, dict[str, Any]] = {
-    "CollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
+    "SentCollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
 }
 
 # Each path parameter's naming rule, so that generated clients and fuzzers make valid names.
@@ -39,10 +44,37 @@ _PATH_PARAMETERS = {
     "jobName": _name(NAME_PATTERN, 100),
 }
 
+# What a client sends is described more tightly than what it reads back: a state only the
+# service sets (a job's completed or faulted, a collection's Deleted) is left out, and a
+# request body's schemas are these copies, each `$ref` renamed (see `_sent_schemas`).
+_SENT = {
+    "JobBody": "SentJobBody",
+    "JobProperties": "SentJobProperties",
+    "JobState": "SettableJobState",
+    "CollectionBody": "SentCollectionBody",
+    "CollectionProperties": "SentCollectionProperties",
+    "CollectionState": "SettableCollectionState",
+}
+_SETTABLE: dict[str, list[str]] = {
+    "SettableJobState": [state.value for state in JobState if state not in FINAL_STATES],
+    "SettableCollectionState": [
+        state.value for state in CollectionState if state is not CollectionState.DELETED
+    ],
+}
+# The one $filter each listing reads (shared/api/query.py's equality_filter), spelled as the
+# service spells its values.
+_FILTERS: dict[str, tuple[str, type[WireEnum]]] = {
+    "list_jobs": ("state", JobState),
+    "list_job_history": ("status", HistoryStatus),
+}
+
 _ERRORS = {
     "400": "The request is invalid: the message names every field that is wrong and why.",
     "404": "The collection or job does not exist.",
-    "409": "A quota would be exceeded, the job is in a final state, or a concurrent change won.",
+    "409": (
+        "A quota or a bound would be exceeded (run-nows in flight), the job is in a final "
+        "state, or a concurrent change won."
+    ),
     "412": "If-Match or If-None-Match did not hold.",
     "415": "The body's Content-Type is neither application/json nor text/json.",
 }
@@ -78,9 +110,16 @@ def document() -> dict[str, Any]:
 
 def _schemas() -> dict[str, Any]:
     _, definitions = models_json_schema(
-        [(CollectionBody, "validation"), (JobBody, "validation")], ref_template=_REF
+        [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
+        ref_template=_REF,
     )
-    schemas = dict(definitions["$defs"])
+    # A member left out and one sent as null read the same (null removes one in a PATCH, as
+    # JSON Merge Patch has it); an answer never holds null. So the document has no nulls: a
+    # null `action.request` of a PUT, which the rules refuse, is not described as valid.
+    schemas = {
+        name: _rewritten(schema, _without_nulls) for name, schema in definitions["$defs"].items()
+    }
+    schemas |= _sent_schemas(schemas) | TEMPLATE_SCHEMAS
     resource_list = {
         "type": "object",
         "required": ["value"],
@@ -120,6 +159,48 @@ def _schemas() -> dict[str, Any]:
     return schemas
 
 
+def _rewritten(schema: Any, rewrite: Callable[[dict[str, Any]], Any]) -> Any:
+    """`schema` with `rewrite` applied to each object in it, the innermost first."""
+    if isinstance(schema, list):
+        return [_rewritten(item, rewrite) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return rewrite({name: _rewritten(value, rewrite) for name, value in schema.items()})
+
+
+def _without_nulls(schema: dict[str, Any]) -> Any:
+    """An object of a schema without its `{"type": "null"}` alternative or its null default."""
+    tightened = {
+        name: value for name, value in schema.items() if not (name == "default" and value is None)
+    }
+    alternatives = [option for option in tightened.get("anyOf", ()) if option != {"type": "null"}]
+    if "anyOf" in tightened and len(alternatives) == 1:
+        del tightened["anyOf"]
+        return alternatives[0] | tightened
+    if "anyOf" in tightened:
+        tightened["anyOf"] = alternatives
+    return tightened
+
+
+def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The request bodies' copies of the models (`_SENT`), with the settable states only."""
+    sent = {
+        _SENT[name]: _rewritten(schemas[name], _renamed_ref)
+        for name in _SENT
+        if _SENT[name] not in _SETTABLE
+    }
+    for name, states in _SETTABLE.items():
+        sent[name] = {"type": "string", "enum": states}
+    return sent
+
+
+def _renamed_ref(schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" not in schema:
+        return schema
+    model = schema["$ref"].rsplit("/", 1)[-1]
+    return schema | {"$ref": _REF.format(model=_SENT.get(model, model))}
+
+
 def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:
     listed = {**base["properties"], "value": {"type": "array", "items": _ref(model)}}
     return {**base, "properties": listed}
@@ -139,7 +220,8 @@ def _operation(route: Route) -> dict[str, Any]:
     queries: dict[str, dict[str, Any]] = {
         "$top": {"type": "integer", "minimum": 1, "maximum": 100},
         "$skip": {"type": "integer", "minimum": 0},
-        "$filter": {"type": "string"},
+        SKIPTOKEN: {"type": "string", "pattern": f"^{TOKEN_PATTERN}$"},
+        "$filter": _filter_of(route.name),
         "count": {"type": "integer", "minimum": 1, "maximum": 100},
     }
     parameters += [_query(name, queries[name]) for name in route.query]
@@ -153,14 +235,23 @@ def _operation(route: Route) -> dict[str, Any]:
         "responses": responses,
     }
     if route.body:
-        body: dict[str, Any] = _ref(route.body)
-        if route.method == "PUT" and route.body in _REQUIRED_BY_PUT:
-            body = {"allOf": [body], **_REQUIRED_BY_PUT[route.body]}
+        body: dict[str, Any] = _ref(_SENT.get(route.body, route.body))
+        if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
+            body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": body}},
         }
     return operation
+
+
+def _filter_of(operation: str) -> dict[str, Any]:
+    """`<field> eq '<value>'`, the one $filter a listing reads, as a pattern."""
+    if operation not in _FILTERS:
+        return {"type": "string"}
+    field, values = _FILTERS[operation]
+    choices = "|".join(re.escape(value.value) for value in values)
+    return {"type": "string", "pattern": f"^{field} eq '({choices})'$"}
 
 
 def _ref(model: str) -> dict[str, str]:

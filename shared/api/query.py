@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -10,6 +11,7 @@ from shared.domain.wire import WireEnum
 
 Value = TypeVar("Value", bound=WireEnum)
 LARGEST_PAGE = 100
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")
 
 
 def page_bounds(query: Mapping[str, str]) -> tuple[int, int]:
@@ -26,10 +28,10 @@ def whole_number(
     given = query.get(name.lower())
     if given is None:
         return default
-    try:
-        value = int(given)
-    except ValueError:
-        raise InvalidRequest.because(name, f"'{given[:20]}' is not a whole number") from None
+    # ASCII digits only: int() would also read other scripts' digits, spaces and underscores.
+    if not _WHOLE_NUMBER.fullmatch(given):
+        raise InvalidRequest.because(name, f"'{given[:20]}' is not a whole number")
+    value = int(given)
     if value < least or (most is not None and value > most):
         allowed = f"{least}..{most}" if most is not None else f"at least {least}"
         raise InvalidRequest.because(name, f"{value} is out of range: {allowed}")

@@ -5,6 +5,7 @@ See docs/behaviour.md#collections and #quotas.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Annotated, Any
@@ -93,6 +94,9 @@ class CollectionProperties(WireModel):
         return state
 
 
+LARGEST_TAGS = 16 * 1024  # characters of the tags written as JSON, as a job's definition
+
+
 class CollectionBody(WireModel):
     """A collection as a client sends it (PUT whole, PATCH in part).
 
@@ -104,10 +108,30 @@ class CollectionBody(WireModel):
     type: str | None = None
     name: str | None = None
     location: Annotated[str, Field(max_length=100)] | None = None
+    # ARM's limits: 50 tags, names of up to 512 characters and values of up to 256 (a name
+    # without a bound could outgrow what a table property holds).
     tags: (
-        Annotated[dict[str, Annotated[str, Field(max_length=256)]], Field(max_length=50)] | None
+        Annotated[
+            dict[Annotated[str, Field(max_length=512)], Annotated[str, Field(max_length=256)]],
+            Field(max_length=50),
+        ]
+        | None
     ) = None
     properties: CollectionProperties | None = None
+
+    @field_validator("tags", mode="after")
+    @classmethod
+    def _tags_that_fit(cls, tags: dict[str, str] | None) -> dict[str, str] | None:
+        # ARM's limits alone allow 50 x 768 characters, more than the one table property that
+        # holds a collection (32K characters) can take once written as JSON.
+        size = len(json.dumps(tags, separators=(",", ":"))) if tags else 0
+        if size > LARGEST_TAGS:
+            raise PydanticCustomError(
+                "tags_size",
+                "are {size} characters written as JSON; at most {most} are allowed",
+                {"size": size, "most": LARGEST_TAGS},
+            )
+        return tags
 
 
 SKU_QUOTAS = {

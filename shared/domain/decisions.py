@@ -31,7 +31,9 @@ from shared.domain.job_document import JobDocument, Retries
 from shared.domain.wire import iso
 
 HistoryEntry = tuple[str, dict[str, Any]]  # (entry id, the entry as the API shows it)
-# How long a message sent ahead of its write may wait for that write to land.
+# How long a message sent ahead of its write may wait for that write to land. A delivery keeps
+# the time it was first sent across every re-send, so one whose write never landed (refused,
+# or the writer crashed) is dropped this long after it was first sent, and no later.
 SAVE_GRACE = timedelta(seconds=10)
 # Exponential retries wait up to this share of their wait more or less, so that the jobs a
 # failing target fails together do not all come back at the same instant.
@@ -61,7 +63,8 @@ class Skip:
 @dataclass(frozen=True)
 class NotYet:
     """Sent just before the write that makes it pending (the API sends first, so that a crash
-    cannot leave a job waiting for a message never sent): look again in a moment."""
+    cannot leave a job waiting for a message never sent): look again in a moment. Only within
+    SAVE_GRACE of the delivery's first send: then the write has landed, or never will."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class Run:
     attempt: Attempt
     postponed: tuple[datetime, ...] = ()
     passed: int = 1  # occurrences of the series this run settles (itself and those postponed)
+    # Why the occurrences postponed were missed. Under overlapPolicy Wait, an occurrence is sent
+    # only when the one before it has ended: when that was after its time, until then the
+    # previous occurrence was still running. What was missed after that, or was sent on time,
+    # the executor reached late (at `reached`): the service was down or behind.
+    previous_until: datetime | None = None
+    reached: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -114,11 +123,17 @@ def plan(
     attempt = delivery.pending.attempt
     fresh = delivery.sent_at is not None and now - delivery.sent_at < SAVE_GRACE
     if document is None:
-        return NotYet() if fresh else Skip("the job no longer exists")
-    if document.defined_at != delivery.defined_at:
-        if delivery.defined_at > document.defined_at and fresh:
+        if fresh:
             return NotYet()
-        return Skip("the job was redefined after this attempt was scheduled")
+        return Skip(
+            "the job does not exist: it was deleted, or the write that created it was refused"
+        )
+    if document.defined_at != delivery.defined_at:
+        if delivery.defined_at < document.defined_at:
+            return Skip("the job was redefined after this attempt was scheduled")
+        if fresh:
+            return NotYet()
+        return Skip("the definition it was sent for was never written: its write was refused")
     mine = next((entry for entry in document.pending if entry.attempt == attempt), None)
     if mine is None:
         if fresh and not redelivered:
@@ -128,7 +143,10 @@ def plan(
         )
         if redelivered and followers:
             return Resend(followers)
-        return Skip("the attempt already finished (a duplicate delivery)")
+        return Skip(
+            "the attempt is not pending: it finished already (a duplicate delivery), "
+            "or the write that would have made it pending was refused"
+        )
     # A run-now runs whatever the job's own state; nothing runs in a collection that is off.
     job_off = not document.enabled and not attempt.run_now
     if job_off or collection_state not in (None, CollectionState.ENABLED.value):
@@ -137,7 +155,11 @@ def plan(
         return Run(attempt, attempt)
     if document.overlap is OverlapPolicy.ALLOW:
         return _alongside(document, mine, now, redelivered=redelivered)
-    return _coalesced(document, attempt, now)
+    coalesced = _coalesced(document, attempt, now)
+    sent = delivery.sent_at
+    if document.overlap is OverlapPolicy.WAIT and sent is not None and sent > attempt.expected:
+        return replace(coalesced, previous_until=sent)
+    return coalesced
 
 
 def abandoned(document: JobDocument, delivery: Delivery) -> Run:
@@ -190,7 +212,7 @@ def _coalesced(document: JobDocument, attempt: Attempt, now: datetime) -> Run:
         passed += 1
         following = document.schedule.next_after(following)
     latest = due.pop()
-    return Run(attempt, Attempt(latest), postponed=tuple(due), passed=passed)
+    return Run(attempt, Attempt(latest), postponed=tuple(due), passed=passed, reached=now)
 
 
 def _alongside(
@@ -214,7 +236,7 @@ def _alongside(
     number = document.occurrences + coalesced.passed
     began = replace(coalesced.attempt, repeat=number)
     entries = [
-        (Attempt(expected).history_id, _postponed_entry(expected, began.expected, now))
+        (Attempt(expected).history_id, _postponed_entry(expected, coalesced, began.expected, now))
         for expected in coalesced.postponed
     ]
     running = sum(1 for entry in document.pending if entry.began is not None)
@@ -259,7 +281,7 @@ def settle(
     """
     attempt = run.attempt
     entries = [
-        (Attempt(expected).history_id, _postponed_entry(expected, attempt.expected, now))
+        (Attempt(expected).history_id, _postponed_entry(expected, run, attempt.expected, now))
         for expected in run.postponed
     ]
     entry = _entry(attempt, outcome, document, run)
@@ -407,12 +429,26 @@ def _occurrence_number(attempt: Attempt, document: JobDocument, run: Run) -> int
     return document.occurrences + (run.passed if attempt.starts_occurrence else 0)
 
 
-def _postponed_entry(expected: datetime, ran_instead: datetime, now: datetime) -> dict[str, Any]:
+def _postponed_entry(
+    expected: datetime, run: Run, ran_instead: datetime, now: datetime
+) -> dict[str, Any]:
+    """The entry of an occurrence missed, with the reason it was: the one that applies to it."""
+    if run.previous_until is not None and expected < run.previous_until:
+        reason = (
+            "at the expected time the job's previous occurrence was still running (until "
+            f"{iso(run.previous_until)}; overlapPolicy Wait)"
+        )
+    elif run.reached is not None:
+        reason = (
+            f"the service was down or behind: it reached the job only at {iso(run.reached)}, "
+            "after the expected time"
+        )
+    else:
+        reason = "the service was down or behind"
     return _not_run_entry(
         expected,
-        "Postponed: at the expected time the job's previous occurrence was still running "
-        "(overlapPolicy Wait), or the service was down or behind; the job ran once, "
-        f"for the latest occurrence missed ({iso(ran_instead)}), instead.",
+        f"Postponed: {reason}; the job ran once, for the latest occurrence missed "
+        f"({iso(ran_instead)}), instead.",
         now,
     )
 

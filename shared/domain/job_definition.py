@@ -12,17 +12,21 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import isodate
-from pydantic import BeforeValidator, Field, StrictBool, field_validator
+from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
 
 from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.wire import Instant, SentInstant, WireEnum, WireModel, parse_iso
 
-# A .NET TimeSpan as the .NET client and PowerShell write it: [d.]hh:mm[:ss[.fffffff]].
+# A .NET TimeSpan as the .NET client and PowerShell write it: [d.]hh:mm[:ss[.fffffff]]. ASCII
+# digits only: `\d` alone would take any script's digits, which int() reads as numbers too.
 _TIMESPAN = re.compile(
     r"(?:(?P<days>\d+)\.)?(?P<hours>\d{1,2}):(?P<minutes>\d{1,2})"
-    r"(?::(?P<seconds>\d{1,2})(?:\.(?P<fraction>\d{1,7}))?)?"
+    r"(?::(?P<seconds>\d{1,2})(?:\.(?P<fraction>\d{1,7}))?)?",
+    re.ASCII,
 )
+# A fraction of a year or a month (P0.5Y, P1,5M), which isodate would silently drop.
+_FRACTIONAL_YEARS_OR_MONTHS = re.compile(r"P[^T]*?[.,][0-9]*[YM]", re.IGNORECASE)
 _BOTH_FORMS = "an ISO 8601 duration such as 'PT30S' or a TimeSpan such as '00:00:30'"
 
 
@@ -35,6 +39,13 @@ def read_duration(value: Any) -> timedelta:
     timespan = _TIMESPAN.fullmatch(value.strip())
     if timespan:
         return _timespan(value, timespan)
+    if _FRACTIONAL_YEARS_OR_MONTHS.match(value.strip()):
+        raise PydanticCustomError(
+            "duration",
+            "'{value}' has a fraction of a year or a month, which have no fixed length; "
+            "give whole years and months, or the span in days (P182D), hours or seconds",
+            {"value": value[:40]},
+        )
     try:
         duration = isodate.parse_duration(value.strip())
     except (isodate.ISO8601Error, ValueError, OverflowError):
@@ -83,7 +94,17 @@ def _checked_duration(value: Any) -> Any:
     return value
 
 
-SentDuration = Annotated[str, BeforeValidator(_checked_duration)]
+# Both forms as one JSON Schema pattern, for the OpenAPI document (a sketch of the rules: the
+# parsers above have the last word, on a fraction of a year for one).
+_DURATION_PATTERN = (
+    r"^(P([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+([.,][0-9]+)?S)?)?"
+    r"|([0-9]+\.)?([01]?[0-9]|2[0-3]):[0-5]?[0-9](:[0-5]?[0-9](\.[0-9]{1,7})?)?)$"
+)
+SentDuration = Annotated[
+    str,
+    BeforeValidator(_checked_duration),
+    WithJsonSchema({"type": "string", "pattern": _DURATION_PATTERN}),
+]
 """A duration in either form, kept as sent: the real service echoed a TimeSpan as a TimeSpan.
 Read it with `read_duration`."""
 

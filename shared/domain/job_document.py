@@ -11,9 +11,10 @@ headers masked), and the status (docs/behaviour.md#jobs says when it shows).
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,7 +32,13 @@ from shared.domain.job_definition import (
     RetryPolicy,
     RetryType,
 )
-from shared.domain.redaction import redacted_definition, restored_definition
+from shared.domain.redaction import (
+    is_secret_header,
+    redacted_definition,
+    request_secret_values,
+    restored_definition,
+    same_endpoint,
+)
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.wire import iso, parse_iso
@@ -44,6 +51,12 @@ SECRETS = (
     ("queueMessage", "sasToken"),
     ("serviceBusQueueMessage", "authentication", "sasKey"),
     ("serviceBusTopicMessage", "authentication", "sasKey"),
+)
+# Where the secrets of an action that sends no HTTP request go: (message, field naming the place).
+_MESSAGE_DESTINATIONS = (
+    ("queueMessage", "storageAccount"),
+    ("serviceBusQueueMessage", "namespace"),
+    ("serviceBusTopicMessage", "namespace"),
 )
 DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no shorter one
@@ -200,6 +213,11 @@ class JobDocument:
         return occurrences_of(self.definition, self.defined_at)
 
     @property
+    def run_nows_in_flight(self) -> int:
+        """The run-nows accepted and not yet recorded (pending or running)."""
+        return sum(1 for entry in self.pending if entry.attempt.run_now)
+
+    @property
     def series_finished(self) -> bool:
         """Whether every occurrence the definition allows has passed."""
         return self.schedule.count_reached(self.occurrences)
@@ -313,10 +331,7 @@ def public_properties(definition: dict[str, Any], status: dict[str, Any] | None)
     headers masked (docs/behaviour.md#secrets), and the status if given."""
     public = copy.deepcopy(definition)
     for action in (public["action"], public["action"].get("errorAction")):
-        for *place, secret in SECRETS if action else ():
-            holder = action
-            for step in place:
-                holder = holder.get(step) or {}
+        for holder, secret in _secret_places(action) if action else ():
             holder.pop(secret, None)
     public = redacted_definition(public)
     return public if status is None else {**public, "status": status}
@@ -329,6 +344,100 @@ def keeping_stored_secrets(properties: JobProperties, stored: dict[str, Any]) ->
     sent = properties.to_wire()
     restored = restored_definition(sent, stored)
     return properties if restored == sent else JobProperties.model_validate(restored)
+
+
+def secrets_staying(stored: dict[str, Any], merged: Any) -> dict[str, Any]:
+    """The `stored` definition without the secrets of each action (main or errorAction) that
+    `merged`, the stored one with a PATCH applied, sends to another place: what the PATCH is
+    applied to again, so that a secret it does not send itself goes only where it came from
+    (docs/behaviour.md#secrets). The secrets are the secret fields and the credential headers;
+    an HTTP request's place is its endpoint (`same_endpoint`), a queue message's its storage
+    account, a Service Bus message's its namespace."""
+    kept = copy.deepcopy(stored)
+    action = kept.get("action")
+    after = merged.get("action") if isinstance(merged, dict) else None
+    if not isinstance(action, dict):
+        return kept
+    after_error = after.get("errorAction") if isinstance(after, dict) else None
+    for before, now in ((action, after), (action.get("errorAction"), after_error)):
+        if isinstance(before, dict) and not _goes_where_it_went(before, now):
+            _drop_secrets(before)
+    return kept
+
+
+def secret_values(definition: dict[str, Any]) -> set[str]:
+    """Every secret value a stored definition holds, in the forms a target could echo back:
+    the secret fields, a Basic authentication's header value, the keys in URIs and headers.
+    What history and the logs keep of an action's outcome has them masked."""
+    values: set[str] = set()
+    action = definition.get("action")
+    for each in (action, action.get("errorAction")) if isinstance(action, dict) else ():
+        if not isinstance(each, dict):
+            continue
+        values |= {
+            holder[secret]
+            for holder, secret in _secret_places(each)
+            if isinstance(holder.get(secret), str)
+        }
+        request = each.get("request")
+        if isinstance(request, dict):
+            values |= request_secret_values(request)
+            values |= _basic_credentials(request.get("authentication"))
+    return values
+
+
+def _goes_where_it_went(before: dict[str, Any], after: Any) -> bool:
+    if not isinstance(after, dict):
+        return False
+    request, request_after = before.get("request"), after.get("request")
+    if isinstance(request, dict):
+        uri = request.get("uri")
+        uri_after = request_after.get("uri") if isinstance(request_after, dict) else None
+        if not (isinstance(uri, str) and isinstance(uri_after, str)):
+            return False
+        if not same_endpoint(uri, uri_after):
+            return False
+    for message, place in _MESSAGE_DESTINATIONS:
+        sent = before.get(message)
+        if not isinstance(sent, dict):
+            continue
+        sent_after = after.get(message)
+        where = sent_after.get(place) if isinstance(sent_after, dict) else None
+        if not isinstance(where, str) or where.casefold() != str(sent.get(place)).casefold():
+            return False
+    return True
+
+
+def _drop_secrets(action: dict[str, Any]) -> None:
+    for holder, secret in _secret_places(action):
+        holder.pop(secret, None)
+    request = action.get("request")
+    headers = request.get("headers") if isinstance(request, dict) else None
+    if isinstance(headers, dict):
+        for name in [name for name in headers if is_secret_header(name)]:
+            del headers[name]
+
+
+def _secret_places(action: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each (object, name) of an action where a secret field may be (the object may be empty)."""
+    for *place, secret in SECRETS:
+        holder = action
+        for step in place:
+            inner = holder.get(step)
+            holder = inner if isinstance(inner, dict) else {}
+        yield holder, secret
+
+
+def _basic_credentials(authentication: Any) -> set[str]:
+    """A Basic authentication's `Authorization` value as sent (base64 of `user:password`)."""
+    if not isinstance(authentication, dict):
+        return set()
+    user, password = authentication.get("username"), authentication.get("password")
+    if authentication.get("type") != HttpAuthenticationType.BASIC.value:
+        return set()
+    if not isinstance(user, str) or not isinstance(password, str):
+        return set()
+    return {base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def _retry_policy_of(definition: dict[str, Any]) -> RetryPolicy | None:

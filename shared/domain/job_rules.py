@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from dateutil.relativedelta import relativedelta
 
+from shared.domain.audiences import audience_refusal
 from shared.domain.certificates import UnreadableCertificate, read_pfx
 from shared.domain.collection import MaxRecurrence, Quota, SkuName
 from shared.domain.job_definition import (
@@ -26,6 +27,7 @@ from shared.domain.job_definition import (
     RetryType,
     ServiceBusActionMessage,
     StorageQueueMessage,
+    read_duration,
 )
 from shared.domain.job_document import DEFAULT_RETRY_INTERVAL, DEFAULT_RETRY_INTERVAL_FREE
 from shared.domain.problems import FieldError
@@ -48,6 +50,9 @@ LARGEST_BODY = 8192
 SHORTEST_RETRY = timedelta(seconds=15)
 SHORTEST_RETRY_FREE = timedelta(hours=1)
 LONGEST_RETRY = relativedelta(months=18)
+# Longer than any 18 months: a wait past it is refused before it is added to a date, where a
+# TimeSpan such as 10675199.02:48:05.4775807 (.NET's largest) would overflow the calendar.
+_LONGER_THAN_LONGEST_RETRY = timedelta(days=18 * 31 + 1)
 MOST_RETRIES = 20
 # Azure's naming rules. They also keep these names from steering a request to any host but one
 # of the configured storage and Service Bus domains.
@@ -57,6 +62,9 @@ NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]")
 ENTITY_PATH = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._/-]{0,258}[A-Za-z0-9_])?")
 # Characters XML 1.0 cannot carry, even escaped: a StorageQueue message travels inside XML.
 NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# A message's time to live travels as milliseconds in an AMQP uint: a longer one (.NET's
+# TimeSpan.MaxValue among them) failed to encode on every run.
+LONGEST_MESSAGE_LIFE = timedelta(milliseconds=2**32 - 1)
 LONGEST_MESSAGE_PROPERTY = 128  # Service Bus: messageId, sessionId, partitionKey and the like
 _LIMITED_PROPERTIES = ("messageId", "sessionId", "partitionKey", "replyToSessionId",
                        "viaPartitionKey")  # fmt: skip
@@ -86,10 +94,10 @@ def definition_problems(
                 f"the job definition is {size} characters; at most {LARGEST_JOB} are allowed",
             )
         )
-    problems += [
-        FieldError(f"properties.{problem.field}", problem.problem)
-        for problem in timing_problems(properties.starts_at, properties.recurrence, now)
-    ]
+    timing = timing_problems(properties.starts_at, properties.recurrence, now)
+    problems += [FieldError(f"properties.{problem.field}", problem.problem) for problem in timing]
+    if not timing:
+        problems += _never_occurring(properties, now)
     action = properties.action
     problems += _action_problems(action, "properties.action", sku, now)
     if action.error_action is not None:
@@ -105,6 +113,33 @@ def definition_problems(
         if problem.field not in named
     ]
     return problems
+
+
+def _never_occurring(properties: JobProperties, now: datetime) -> list[FieldError]:
+    """A schedule that selects no day at all: a job that would never run, and whose every next
+    occurrence would be looked for up to the end of the calendar."""
+    recurrence = properties.recurrence
+    if recurrence is None or recurrence.schedule is None:
+        return []
+    if not Occurrences(properties.starts_at, recurrence, now).never_match:
+        return []
+    schedule = recurrence.schedule
+    selected = " and ".join(
+        f"among its {name}"
+        for name, values in (
+            ("monthDays", schedule.month_days),
+            ("monthlyOccurrences", schedule.monthly_occurrences),
+        )
+        if values
+    )
+    every = "every month" if recurrence.interval == 1 else f"every {recurrence.interval} months"
+    return [
+        FieldError(
+            "properties.recurrence.schedule",
+            f"never occurs: no month the recurrence reaches ({every} from its start) has a day "
+            f"{selected}",
+        )
+    ]
 
 
 def recurrence_conflict(occurrences: Occurrences, quota: Quota) -> str | None:
@@ -242,11 +277,15 @@ def _request_problems(action: ErrorAction, path: str) -> list[FieldError]:
             except UnreadableCertificate as unreadable:
                 problems.append(FieldError(f"{path}.authentication.pfx", str(unreadable)))
         if authentication.type is HttpAuthenticationType.MANAGED_SERVICE_IDENTITY:
-            problems += _managed_identity_problems(authentication, f"{path}.authentication")
+            problems += _managed_identity_problems(
+                authentication, f"{path}.authentication", request.uri
+            )
     return problems
 
 
-def _managed_identity_problems(authentication: HttpAuthentication, path: str) -> list[FieldError]:
+def _managed_identity_problems(
+    authentication: HttpAuthentication, path: str, uri: str
+) -> list[FieldError]:
     given = authentication.to_wire()
     # A secret or a tenant sent along would suggest it is used; it is not, so it is refused.
     problems = [
@@ -259,14 +298,19 @@ def _managed_identity_problems(authentication: HttpAuthentication, path: str) ->
         if name not in MANAGED_IDENTITY_FIELDS
     ]
     audience = authentication.audience
+    # Not quoted: what stands in a malformed audience may be a key (`https://u:pw@h/?sig=`).
     if audience and not _is_audience(audience):
         problems.append(
             FieldError(
                 f"{path}.audience",
-                f"'{audience[:100]}' is neither an absolute https URI "
+                "is neither an absolute https URI without user-info, query or fragment "
                 "(https://management.azure.com/) nor an app ID URI (api://...)",
             )
         )
+    elif audience:
+        refusal = audience_refusal(audience, uri)
+        if refusal is not None:
+            problems.append(FieldError(f"{path}.audience", refusal))
     client_id = authentication.client_id
     if client_id is not None and not GUID.fullmatch(client_id):
         problems.append(
@@ -363,6 +407,16 @@ def _service_bus_problems(
         for name in _LIMITED_PROPERTIES
         if len(properties.get(name) or "") > LONGEST_MESSAGE_PROPERTY
     ]
+    time_to_live = properties.get("timeToLive")
+    if time_to_live and not timedelta(0) < read_duration(time_to_live) <= LONGEST_MESSAGE_LIFE:
+        problems.append(
+            FieldError(
+                f"{path}.brokeredMessageProperties.timeToLive",
+                f"'{time_to_live[:40]}' is not between 0 and 49 days 17 hours (2^32 - 1 "
+                "milliseconds), the longest a message's AMQP header can say; leave it out for "
+                "the entity's own default",
+            )
+        )
     session, partition = properties.get("sessionId"), properties.get("partitionKey")
     if session and partition and session != partition:
         problems.append(
@@ -428,7 +482,7 @@ def _interval_problems(
                 f"the least allowed is {_spoken(shortest)}",
             )
         ]
-    if now + interval > now + LONGEST_RETRY:
+    if interval > _LONGER_THAN_LONGEST_RETRY or now + interval > now + LONGEST_RETRY:
         return [FieldError(field, "is longer than 18 months, the most allowed")]
     return []
 
@@ -460,6 +514,8 @@ def _exponential_problems(policy: RetryPolicy, path: str, sku: SkuName) -> list[
 
 
 def _spoken(span: timedelta) -> str:
+    if span.microseconds:  # PT0.5S is half a second, not "0 seconds"
+        return f"{span.total_seconds():.6f}".rstrip("0") + " seconds"
     seconds = int(span.total_seconds())
     for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= length and seconds % length == 0:

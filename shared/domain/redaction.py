@@ -3,14 +3,16 @@ headers (docs/behaviour.md#secrets). They stay intact in the stored definition, 
 itself needs; whatever shows a job (the API's answers, the console) shows them masked.
 
 A client that reads a job and writes it back sends the masks: `restored_definition` puts the
-stored values back where the masks stand, so a read-modify-write keeps the job's keys.
+stored values back where the masks stand, so a read-modify-write keeps the job's keys, but only
+for the endpoint they came from (`same_endpoint`). A target that echoes its request back would
+put the keys into history: `masked_values` takes them out of what is recorded.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
 
@@ -49,6 +51,7 @@ SECRET_QUERY_FRAGMENTS = (
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 SECRET_HEADER_FRAGMENTS = ("key", "secret", "token", "password", "signature", "auth")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+SHORTEST_MASKED_VALUE = 4  # see masked_values
 # A URI inside free text (an exception's message, a traceback): up to the next whitespace or
 # quote, which is where a message built around one ends it.
 _URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
@@ -97,8 +100,8 @@ def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> d
     A URI equal to the masked form of the stored one is the stored one. Otherwise each masked
     user-info password, secret query value and secret header value is put back from the stored
     definition's same action (main or errorAction), when there is one to put back and the
-    request still goes to the same scheme, host and port: a key never follows a job to another
-    host. A mask with nothing to put back stays as sent.
+    request still goes to the same endpoint (`same_endpoint`): a key goes only where it came
+    from. A mask with nothing to put back stays as sent.
     """
     restored = copy.deepcopy(dict(sent))
     action, before = restored.get("action"), stored.get("action")
@@ -117,7 +120,7 @@ def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> d
         if (
             isinstance(headers, dict)
             and isinstance(stored_headers, dict)
-            and _same_destination(request["uri"], stored_uri)
+            and same_endpoint(request["uri"], stored_uri)
         ):
             request["headers"] = restored_headers(headers, stored_headers)
     return restored
@@ -130,7 +133,7 @@ def restored_uri(sent: str, stored: str) -> str:
     if sent == redact_uri(stored):
         return stored  # exactly what a read showed: the stored URI, as it was spelled
     new, old = _parts(sent), _parts(stored)
-    if new is None or old is None or not _same_destination(sent, stored):
+    if new is None or old is None or not same_endpoint(sent, stored):
         return sent
     netloc = _restored_netloc(new.netloc, old.netloc)
     query = _restored_query(new.query, old.query)
@@ -148,6 +151,47 @@ def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict
         else value
         for name, value in sent.items()
     }
+
+
+def request_secret_values(request: Mapping[str, Any]) -> set[str]:
+    """The keys an HTTP request of a job carries in plain fields (its URI's user-info password
+    and secret query values, its credential headers' values), as stored and as decoded: the
+    forms in which a target could echo them back."""
+    values: set[str] = set()
+    uri, headers = request.get("uri"), request.get("headers")
+    parts = _parts(uri) if isinstance(uri, str) else None
+    if parts is not None:
+        user_info, at, _ = parts.netloc.rpartition("@")
+        _, colon, password = user_info.partition(":")
+        if at and colon:
+            values |= {password, unquote_plus(password)}
+        for pair in parts.query.split("&"):
+            name, equals, value = pair.partition("=")
+            if equals and value and is_secret_parameter(unquote_plus(name)):
+                values |= {value, unquote_plus(value)}
+    if isinstance(headers, Mapping):
+        values |= {
+            value
+            for name, value in headers.items()
+            if isinstance(value, str) and is_secret_header(name)
+        }
+    return values - set(_SENT_MASKS)
+
+
+def masked_values(text: str, values: Iterable[str]) -> str:
+    """`text` with each of the values in it masked, the longest first; and a value cut off at
+    the end of the text (history keeps only a body's first 2,048 bytes) masked as well. Values
+    shorter than `SHORTEST_MASKED_VALUE` are left alone: masking every `ok` or `1` would garble
+    the text and show, by where the masks fall, what the value is."""
+    kept = sorted({value for value in values if len(value) >= SHORTEST_MASKED_VALUE},
+                  key=len, reverse=True)  # fmt: skip
+    for value in kept:
+        text = text.replace(value, MASK)
+    for value in kept:
+        for length in range(len(value) - 1, SHORTEST_MASKED_VALUE - 1, -1):
+            if text.endswith(value[:length]):
+                return text[:-length] + MASK
+    return text
 
 
 def is_secret_header(name: str) -> bool:
@@ -187,12 +231,15 @@ def _parts(uri: str) -> SplitResult | None:
     return parts
 
 
-def _same_destination(one: str, other: str) -> bool:
-    """Whether two URIs reach the same scheme, host and port."""
+def same_endpoint(one: str, other: str) -> bool:
+    """Whether two URIs reach the same endpoint: the same scheme, host and port (origin), and
+    the same path. The path counts because a host may serve many owners, each under a path of
+    its own (Logic Apps, API Management and Functions share hosts between tenants): a key
+    given for one path is no key for the next. The query does not count (`?page=2`)."""
     first, second = _parts(one), _parts(other)
     if first is None or second is None:
         return False
-    return _origin(first) == _origin(second)
+    return (_origin(first), first.path or "/") == (_origin(second), second.path or "/")
 
 
 def _origin(parts: SplitResult) -> tuple[str, str | None, int | None]:

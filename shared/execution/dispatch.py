@@ -20,7 +20,9 @@ however they were created, come to share their messages.
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import math
 import threading
 import time
@@ -31,15 +33,25 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
+from azure.core.exceptions import AzureError
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
-from shared.execution.messages import MOST_PER_MESSAGE, message_of
+from shared.execution.messages import MOST_PER_MESSAGE, deliveries_of, message_of
 from shared.storage.due_index import DueIndex
 
+log = logging.getLogger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
 Item = TypeVar("Item")
 _NEVER_EXPIRES = -1
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """Where `dispatch` put deliveries, so that a write refused after them can take them back."""
+
+    messages: tuple[tuple[str, str], ...] = ()  # (message id, pop receipt) on the queue
+    indexed: tuple[Delivery, ...] = ()  # rows added to the due index
 
 
 @dataclass
@@ -68,27 +80,52 @@ class Dispatcher:
         """About how many messages the execution queue holds, invisible ones included."""
         return int(self._queue.get_queue_properties().approximate_message_count or 0)
 
-    def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> None:
-        """Queue what is due within the horizon (grouped by second), index the rest."""
-        soon = []
+    def lateness(self, now: datetime) -> timedelta:
+        """How late the latest of the messages waiting to be taken is (those visible, the first
+        32 of them): zero while the executor keeps up; growing while the queue outgrows it."""
+        late = timedelta(0)
+        for message in self._queue.peek_messages(max_messages=32):
+            try:
+                carried = deliveries_of(json.loads(base64.b64decode(message.content)))
+            except (ValueError, KeyError, TypeError):
+                continue  # a range of the due index (fan-out), or not the app's
+            late = max(late, now - min(delivery.pending.due for delivery in carried))
+        return late
+
+    def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> Dispatched:
+        """Queue what is due within the horizon (grouped by second), index the rest. Each
+        delivery is stamped with `now` as its first send, unless it already has one."""
+        soon, indexed = [], []
         for delivery in deliveries:
+            stamped = _stamped(delivery, now)
             if delivery.pending.due - now <= self.horizon:
-                soon.append(delivery)
+                soon.append(stamped)
             else:
-                self._index.add(delivery)
-        self.queue(soon, now)
+                self._index.add(stamped)
+                indexed.append(stamped)
+        return Dispatched(tuple(self.queue(soon, now)), tuple(indexed))
+
+    def withdraw(self, dispatched: Dispatched) -> None:
+        """Take back what `dispatch` sent for a write that was then refused, as far as it can:
+        a message the executor already holds cannot be deleted, and dies of its age instead
+        (`decisions.SAVE_GRACE`)."""
+        for message_id, receipt in dispatched.messages:
+            try:
+                self._queue.delete_message(message_id, receipt)
+            except AzureError as failure:
+                log.info("a withdrawn message stays until its age drops it (%s)", failure)
+        self._index.withdraw(dispatched.indexed)
 
     def queue(
         self, deliveries: Iterable[Delivery], now: datetime, senders: Executor | None = None
-    ) -> None:
+    ) -> list[tuple[str, str]]:
         """Send these to the queue, whenever they are due: one message per second of them
-        (sent by `senders` in parallel, if given); raises if any send failed."""
+        (sent by `senders` in parallel, if given); raises if any send failed. The id and pop
+        receipt of each message sent."""
         messages = together(deliveries, lambda delivery: delivery)
         if senders is None:
-            for message in messages:
-                self._send(message, now)
-        else:
-            list(senders.map(lambda message: self._send(message, now), messages))
+            return [self._send(message, now) for message in messages]
+        return list(senders.map(lambda message: self._send(message, now), messages))
 
     def dispatch_follow_ups(self, deliveries: Sequence[Delivery], now: datetime) -> None:
         """As `dispatch`, but queue-bound attempts first wait up to `coalesce` (real time) for
@@ -146,16 +183,17 @@ class Dispatcher:
 
     def _send(
         self, deliveries: Sequence[Delivery], now: datetime, *, at_least: timedelta = timedelta(0)
-    ) -> None:
+    ) -> tuple[str, str]:
         due = min(delivery.pending.due for delivery in deliveries)
         wait = max((due - now - EARLY).total_seconds(), at_least.total_seconds())
-        message = message_of([replace(delivery, sent_at=now) for delivery in deliveries])
+        message = message_of([_stamped(delivery, now) for delivery in deliveries])
         # A message never expires: one that waits out a long backlog must still run.
-        self._queue.send_message(
+        sent = self._queue.send_message(
             json.dumps(message, separators=(",", ":")),
             visibility_timeout=max(0, math.floor(wait)),
             time_to_live=_NEVER_EXPIRES,
         )
+        return sent.id, sent.pop_receipt or ""
 
 
 def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> list[list[Item]]:
@@ -171,6 +209,12 @@ def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> 
         size = math.ceil(len(group) / math.ceil(len(group) / MOST_PER_MESSAGE))
         groups += [group[start : start + size] for start in range(0, len(group), size)]
     return groups
+
+
+def _stamped(delivery: Delivery, now: datetime) -> Delivery:
+    """The delivery with its first send time: `now`, unless it was sent before. A delivery
+    sent again (not yet due, or NotYet) keeps its age, so that none is sent again forever."""
+    return delivery if delivery.sent_at is not None else replace(delivery, sent_at=now)
 
 
 def _visible_second(delivery: Delivery) -> int:

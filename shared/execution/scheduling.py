@@ -2,12 +2,15 @@
 attempts it now waits for sent where the executor will find them on time.
 
 What is sent goes out before the write that makes it pending, so that no crash can leave a job
-waiting for a message never sent; until the write lands the executor waits (`NotYet`), and if
-the write fails, the message finds nothing pending and is skipped.
+waiting for a message never sent; until the write lands the executor waits (`NotYet`). A write
+the store refuses takes back what it sent (`_withdrawn_if_refused`); what a crash or a failed
+delete leaves is skipped once its first send is SAVE_GRACE old (docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -30,9 +33,10 @@ from shared.domain.job_document import (
 )
 from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
-from shared.execution.dispatch import Dispatcher
+from shared.domain.run_now import run_now_refusal
+from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import optimistic_attempts
-from shared.storage.errors import EtagMismatch, ModifiedConcurrently
+from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
 from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
 
 
@@ -82,24 +86,58 @@ class Scheduling:
             previous=current.document if current else None,
             state_reason=state_reason,
         )
-        self._dispatcher.dispatch([Delivery(job, now, entry) for entry in document.pending], now)
-        return self._store.save_job(
-            job, document, preconditions or Preconditions(), slot,
-            max_jobs=quota.max_job_count, now=now,
-        )  # fmt: skip
+        dispatched = self._dispatcher.dispatch(
+            [Delivery(job, now, entry) for entry in document.pending], now
+        )
+        with self._withdrawn_if_refused(dispatched):
+            return self._store.save_job(
+                job, document, preconditions or Preconditions(), slot,
+                max_jobs=quota.max_job_count, now=now, within=collection,
+            )  # fmt: skip
 
     def run_now(self, job: JobId, now: datetime) -> None:
-        """An immediate execution of the job, through the same path as scheduled ones."""
+        """An immediate execution of the job, through the same path as scheduled ones; Refused
+        when the job or its collection has as many run-nows in flight as it may."""
         stored = self._store.existing_job(job)
+        self._refuse_run_now_if_full(stored)
         entry = Pending(Attempt(now, run_now=True), now)
-        self._dispatcher.dispatch([Delivery(stored.id, stored.document.defined_at, entry)], now)
-        for attempt in optimistic_attempts():
-            if attempt:
-                stored = self._store.existing_job(job)
-            document = stored.document.waiting_for([*stored.document.pending, entry])
-            if self._store.settle_job(stored, document, []):
-                return
-        raise ModifiedConcurrently("job")
+        dispatched = self._dispatcher.dispatch(
+            [Delivery(stored.id, stored.document.defined_at, entry)], now
+        )
+        with self._withdrawn_if_refused(dispatched):
+            for attempt in optimistic_attempts():
+                if attempt:
+                    stored = self._store.existing_job(job)
+                    self._refuse_run_now_if_full(stored, collection_checked=True)
+                document = stored.document.waiting_for([*stored.document.pending, entry])
+                if self._store.settle_job(stored, document, []):
+                    return
+            raise ModifiedConcurrently("job")
+
+    def _refuse_run_now_if_full(
+        self, stored: StoredJob, *, collection_checked: bool = False
+    ) -> None:
+        """Refused past a run-now bound. The job's own count is exact (its write is checked
+        against the document counted); the collection's is a sum read just before, which
+        run-nows of other jobs accepted at the same moment may each pass."""
+        in_collection = (
+            0 if collection_checked else self._store.run_nows_in_flight(stored.id.collection)
+        )
+        refusal = run_now_refusal(stored.id.name, stored.document.run_nows_in_flight, in_collection)
+        if refusal:
+            raise Refused(refusal)
+
+    @contextlib.contextmanager
+    def _withdrawn_if_refused(self, dispatched: Dispatched) -> Iterator[None]:
+        """What was sent ahead of a write is taken back when the write is refused (a
+        precondition, a quota, a bound, a race lost every time), so that a refused write leaves
+        no message behind. A write that failed otherwise (storage unreachable, a timeout) may
+        have landed: what it sent stays, and if the write did not land, it dies of its age."""
+        try:
+            yield
+        except (StorageError, Refused):
+            self._dispatcher.withdraw(dispatched)
+            raise
 
     def switch_jobs(
         self, collection: CollectionId, state: JobState, now: datetime, *, reason: str | None
@@ -156,6 +194,9 @@ class Scheduling:
                 continue
             changed.append(Stored(stored.id, document, stored.etag))
             deliveries += [Delivery(stored.id, document.defined_at, entry) for entry in added]
+        # Not withdrawn when refused: the jobs are written in batches, and those of a batch that
+        # landed before another was refused wait for what was sent. What the others' attempts
+        # sent is dropped once SAVE_GRACE old (docs/architecture.md).
         self._dispatcher.dispatch(deliveries, now)
         self._store.replace_jobs(changed)
 

@@ -63,6 +63,14 @@ class DueIndex:
             mode=UpdateMode.REPLACE,
         )
 
+    def withdraw(self, deliveries: Iterable[Delivery]) -> None:
+        """Remove the rows `add` wrote for these (those already gone are no matter)."""
+        for delivery in deliveries:
+            with contextlib.suppress(ResourceNotFoundError):
+                self._table.delete_entity(
+                    _partition(bucket_of(delivery.pending.due), _shard(delivery)), _row(delivery)
+                )
+
     def due(self, since: datetime, until: datetime) -> list[DueRow]:
         """The rows due in [since, until), all in `since`'s bucket, every shard, in due order."""
         bucket = bucket_of(since)
@@ -167,7 +175,10 @@ def _ticks_key(instant: datetime) -> str:
 
 
 def _row(delivery: Delivery) -> str:
-    """Due time first (so a range of keys is a range of time), then what makes it unique."""
+    """Due time first (so a range of keys is a range of time), then what makes it unique: the
+    definition too, so that a redefinition refused after it was indexed (412, quota) replaces
+    no row of the definition that stays."""
     job, attempt = delivery.job, delivery.pending.attempt
-    unique = f"{job_partition(job)}:{job_row(job)}:{attempt.history_id}"
+    defined = _ticks_key(delivery.defined_at)
+    unique = f"{job_partition(job)}:{job_row(job)}:{attempt.history_id}:{defined}"
     return f"{_ticks_key(delivery.pending.due)}-{unique}"

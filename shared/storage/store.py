@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import random
 import threading
 import time
+import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -95,8 +97,12 @@ _WRITER_LOCKS = 256
 # the jobs' history, so that an execution's outcome and its job's status are one batch. History
 # rows are "~<job row>:<entry id>": "~" sorts after every job name.
 COLLECTION_GATE = "!collection"
+# The collections table's column that tells a collection's creations apart (Stored.incarnation).
+INCARNATION = "Incarnation"
 _HISTORY_MARK = "~"
+_RUN_NOWS = "RunNowsInFlight"
 LARGEST_BATCH = 100
+LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once
 # What a batch answers when a row it changes was changed (412) or deleted (404) since it was read.
 _RACES_LOST = {412, 404}
 
@@ -106,11 +112,16 @@ Document = TypeVar("Document", dict[str, Any], JobDocument)
 
 @dataclass(frozen=True)
 class Stored(Generic[Id, Document]):
-    """A resource as stored: its id, its document, and the etag of that version."""
+    """A resource as stored: its id, its document, and the etag of that version.
+
+    A collection's `incarnation` tells its creations apart: a collection deleted and created
+    again under the same name has a new one (empty for other resources, and for collections
+    created before incarnations were recorded)."""
 
     id: Id
     document: Document
     etag: str
+    incarnation: str = ""
 
 
 StoredCollection = Stored[CollectionId, dict[str, Any]]
@@ -201,6 +212,14 @@ class _CounterRows:
         with self._lock:
             self._known.pop(partition, None)
 
+    def drop(self, partition: str) -> None:
+        """Forget a deleted collection's rows, and its spare places with them: they were places
+        in rows that no longer exist, and must not count jobs of a collection created anew."""
+        with self._lock:
+            self._known.pop(partition, None)
+            self._spares.pop(partition, None)
+            self._returning.pop(partition, None)
+
     def join(self, partition: str) -> tuple[_Gathering, int]:
         """The gathering a creator waits in, and its place in it (0: it writes for all)."""
         with self._lock:
@@ -274,6 +293,16 @@ class _CounterRows:
 
 
 @dataclass(frozen=True)
+class PageBounds:
+    """Which entries of a listing a page holds: up to `count` of them, from those whose key
+    sorts after `after` (the last of the previous page; "" for the first), and `skip` more."""
+
+    count: int
+    after: str = ""
+    skip: int = 0
+
+
+@dataclass(frozen=True)
 class Preconditions:
     """The If-Match / If-None-Match headers of a write."""
 
@@ -344,7 +373,11 @@ class _Documents(Generic[Id, Document]):
                 if current_entity is None:
                     metadata = self.table.create_entity(entity)
                 else:
-                    entity |= {name: current_entity[name] for name in keep_from_current}
+                    for name in keep_from_current:  # absent from older rows: stays absent
+                        if name in current_entity:
+                            entity[name] = current_entity[name]
+                        else:
+                            entity.pop(name, None)
                     metadata = self.table.update_entity(
                         entity,
                         mode=UpdateMode.REPLACE,
@@ -375,6 +408,7 @@ class _Documents(Generic[Id, Document]):
             id=self._id_of(entity),
             document=self._decode(json.loads(entity["Document"])),
             etag=etag or entity.metadata["etag"],
+            incarnation=str(entity.get(INCARNATION, "")),
         )
 
 
@@ -435,31 +469,62 @@ class Store:
     def save_collection(
         self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
+        """Create or replace a collection. A new one (a new incarnation) starts from an empty
+        jobs partition: whatever a deletion's stragglers left there goes once its row is in
+        (see `delete_collection`), the executor's gate row aside, which the caller may just
+        have written for it. (Before its row is in, a racing PUT of the same name may have
+        created it, with jobs.)"""
         columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
             "Name": collection.name,
+            INCARNATION: uuid.uuid4().hex,  # kept by a replace
         }
-        return self._collections.save(
+        stored, created = self._collections.save(
             partition=collection_partition(collection), row=collection_row(collection),
             columns=columns, document=document, preconditions=preconditions,
-            keep_from_current=("ResourceGroup", "Name"),
+            keep_from_current=("ResourceGroup", "Name", INCARNATION),
         )  # fmt: skip
+        if created:
+            self._sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
+        return stored, created
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
-        """Delete a collection, every job in it and their history."""
+        """Delete a collection, every job in it and their history.
+
+        The collection's row goes first: from then on no job created in the collection is
+        kept, because a creator checks after its insert that its collection (the same
+        incarnation) is still there, and withdraws its job if not (`save_job`'s `within`). So
+        every job inserted before the row went is seen by the sweep that follows, and every job
+        whose check comes after it is withdrawn by its own creator: the deletion wins.
+        """
         deleted = self._collections.delete(
             collection_partition(collection), collection_row(collection), preconditions
         )
-        partition = jobs_partition(collection)
-        submit_batches(
-            self._jobs.table,
-            (
-                ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
-                for entity in _keys(self._jobs.table, partition)
-            ),
-        )
+        self._sweep(jobs_partition(collection))
         return deleted
+
+    def _sweep(self, partition: str, keep: tuple[str, ...] = ()) -> None:
+        """Delete every row of a collection's jobs partition (but those in `keep`): jobs,
+        history, counter rows; and forget what this process remembers of its counter rows."""
+        self._counter_rows.drop(partition)
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            try:
+                submit_batches(
+                    self._jobs.table,
+                    (
+                        ("delete", {"PartitionKey": partition, "RowKey": entity["RowKey"]})
+                        for entity in _keys(self._jobs.table, partition)
+                        if entity["RowKey"] not in keep
+                    ),
+                )
+            except TableTransactionError as failed:
+                if failed.status_code != 404:  # a row went meanwhile (a job withdrawn): again
+                    raise
+                continue
+            self._counter_rows.drop(partition)
+            return
+        raise ModifiedConcurrently("job collection")
 
     # --- jobs -----------------------------------------------------------------------------
 
@@ -485,6 +550,46 @@ class Store:
         # Filtered here, not by the query: the State column of rows written before the state's
         # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
         return [job for job in found if state is None or job.document.state is state]
+
+    def run_nows_in_flight(self, collection: CollectionId) -> int:
+        """The run-nows in flight of all a collection's jobs: only that column, of only the jobs
+        that have any (a job written before the column existed counts none)."""
+        query = (
+            "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
+            f" and {_RUN_NOWS} gt 0"
+        )
+        parameters = {
+            "pk": jobs_partition(collection),
+            "counters": _AFTER_COUNTERS,
+            "history": _HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(query, parameters=parameters, select=[_RUN_NOWS])
+        return sum(int(row.get(_RUN_NOWS) or 0) for row in rows)
+
+    def jobs_page(
+        self, collection: CollectionId, bounds: PageBounds, state: JobState | None = None
+    ) -> tuple[list[StoredJob], str | None]:
+        """A page of a collection's jobs in name order, optionally only those in one state; and
+        the row the next page starts after (None: no more). It reads `skip` + `count` + 1 jobs,
+        more only when jobs of other states lie between (the state is filtered here: see
+        `jobs`)."""
+        count, after, skip = bounds.count, bounds.after, bounds.skip
+        query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @history"
+        parameters = {
+            "pk": jobs_partition(collection),
+            "low": max(after, _AFTER_COUNTERS),
+            "history": _HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(
+            query,
+            parameters=parameters,
+            results_per_page=min(skip + count + 1, LARGEST_QUERY_PAGE),
+        )
+        found = (self._jobs.from_entity(row) for row in rows)
+        matching = (job for job in found if state is None or job.document.state is state)
+        page = list(itertools.islice(matching, skip, skip + count + 1))
+        following = job_row(page[count - 1].id) if len(page) > count else None
+        return page[:count], following
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         """The job, and with `counted` its collection's job count (to delete it, or to read the
@@ -526,6 +631,7 @@ class Store:
         max_jobs: int | None = None,
         *,
         now: datetime | None = None,
+        within: StoredCollection | None = None,
     ) -> tuple[StoredJob, bool]:
         """Create or replace a job; a new one counts against `max_jobs` (QuotaExceeded).
 
@@ -533,6 +639,11 @@ class Store:
         slot is read again and the write retried. A new job is counted, then inserted: a creator
         refused by the quota with `now` given first corrects counts that a crash left too high
         (see COUNTERS_QUIET_FOR).
+
+        `within` is the collection as the caller read it: a new job is kept only if that
+        collection (that incarnation of it) is still there once the job is in; otherwise the
+        job is withdrawn and the answer is NotFound for the collection (see
+        `delete_collection`).
         """
         partition = job_partition(job)
         for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
@@ -566,8 +677,23 @@ class Store:
                 with contextlib.suppress(Exception):  # else the place stays lost until a recount
                     self._uncount(partition, row, counted_at)
                 raise
+            if within is not None and not self._still_there(within):
+                self._withdraw(job)
+                raise NotFound(within.id)
             return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
+
+    def _still_there(self, collection: StoredCollection) -> bool:
+        current = self.collection(collection.id)
+        return current is not None and current.incarnation == collection.incarnation
+
+    def _withdraw(self, job: JobId) -> None:
+        """Take back a job inserted into a collection that was deleted meanwhile. Whoever wrote
+        it since, it has no collection: it goes unconditionally. Its counted place is not given
+        back: the counter row may already count jobs of a collection created anew under the
+        name, and a place lost (until a recount) is better than a quota exceeded."""
+        with contextlib.suppress(ResourceNotFoundError):
+            self._jobs.table.delete_entity(job_partition(job), job_row(job))
 
     def _count_new_job(
         self, partition: str, max_jobs: int | None, now: datetime | None
@@ -794,14 +920,55 @@ class Store:
         self, job: JobId, status: HistoryStatus | None = None
     ) -> list[tuple[str, dict[str, Any]]]:
         """A job's history, newest first, as (id, entry); optionally only one status."""
+        low, _ = _history_range(job)
+        found = self._history_rows(job, status, after="")
+        return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
+
+    def history_page(
+        self, job: JobId, bounds: PageBounds, status: HistoryStatus | None = None
+    ) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+        """A page of a job's history as (id, entry), newest first (entry ids sort newest first),
+        optionally only one status; and whether more follow. It reads `count` + 1 entries, and
+        only the keys of those it skips."""
+        count, after, skip = bounds.count, bounds.after, bounds.skip
+        low, _ = _history_range(job)
+        if skip:
+            keys = self._history_rows(job, status, after, per_page=skip, select=["RowKey"])
+            skipped = list(itertools.islice(keys, skip))
+            if len(skipped) < skip:
+                return [], False
+            after = skipped[-1]["RowKey"][len(low) :]
+        rows = self._history_rows(job, status, after, per_page=count + 1)
+        found = [
+            (entity["RowKey"][len(low) :], json.loads(entity["Document"]))
+            for entity in itertools.islice(rows, count + 1)
+        ]
+        return found[:count], len(found) > count
+
+    def _history_rows(
+        self,
+        job: JobId,
+        status: HistoryStatus | None,
+        after: str,
+        *,
+        per_page: int | None = None,
+        select: list[str] | None = None,
+    ) -> Iterator[Any]:
+        """A job's history rows in key order (newest first), after the entry id `after`, read
+        `per_page` at a time (the service's own limit, 1,000, when None)."""
         low, high = _history_range(job)
         query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @high"
-        parameters = {"pk": job_partition(job), "low": low, "high": high}
+        parameters = {"pk": job_partition(job), "low": low + after, "high": high}
         if status is not None:
             query += " and Status eq @status"
             parameters["status"] = status.value
-        found = self._jobs.table.query_entities(query, parameters=parameters)
-        return [(entity["RowKey"][len(low) :], json.loads(entity["Document"])) for entity in found]
+        if per_page is not None:
+            per_page = min(per_page, LARGEST_QUERY_PAGE)
+        return iter(
+            self._jobs.table.query_entities(
+                query, parameters=parameters, results_per_page=per_page, select=select
+            )
+        )
 
     def history_ids(self, job: JobId, after: str = "") -> list[str]:
         """The ids of a job's history entries (only those sorting after `after`), newest first."""
@@ -964,10 +1131,15 @@ def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) ->
     }
 
 
-def _job_columns(document: JobDocument) -> dict[str, str]:
-    """A job document as table columns: whole, as JSON, and its state (which listings filter
-    on). A stored job is read back with `JobDocument.from_json`."""
-    return {"State": document.state.value, "Document": _json(document.to_json())}
+def _job_columns(document: JobDocument) -> dict[str, Any]:
+    """A job document as table columns: whole, as JSON, its state (which listings filter on)
+    and its run-nows in flight (which the run-now bound of its collection adds up). A stored
+    job is read back with `JobDocument.from_json`."""
+    return {
+        "State": document.state.value,
+        _RUN_NOWS: document.run_nows_in_flight,
+        "Document": _json(document.to_json()),
+    }
 
 
 def _allotment(row: str, max_jobs: int | None) -> int | None:

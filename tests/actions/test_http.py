@@ -199,6 +199,44 @@ def test_every_redirect_hop_is_checked(location: str, target: Target) -> None:
         assert "which actions may not reach" in message
 
 
+CREDENTIALS = {"Authorization": "Bearer Tok-1", "X-Api-Key": "Api-Key-2", "Ocp-Apim-Subscription-Key": "Apim-Key-3",
+               "Proxy-Authorization": "Basic Proxy-4"}  # fmt: skip
+
+
+def test_a_redirect_to_another_origin_carries_no_credential_header(target: Target) -> None:
+    """M1: httpx drops only `Authorization` when a redirect changes the origin."""
+    target.answer("/moving", 302, b"", {"Location": target.url("/moved-here", host="localhost")})
+    target.answer("/moved-here", 200)
+    performer = actions(OutboundPolicy.from_setting("127.0.0.1/32,localhost"))
+    headers = {**CREDENTIALS, "X-Trace": "t-1"}
+    assert perform(performer, request(target.url("/moving"), headers=headers))[0]
+    assert target.received("/moving")[-1].headers["x-api-key"] == "Api-Key-2"
+    landed = target.received("/moved-here")[-1].headers
+    assert landed["x-trace"] == "t-1"  # what is no credential goes along
+    assert not {name.lower() for name in CREDENTIALS} & landed.keys()
+
+
+def test_a_redirect_within_the_origin_keeps_the_credential_headers(target: Target) -> None:
+    target.answer("/step", 307, b"", {"Location": "/stepped"})
+    target.answer("/stepped", 200)
+    assert perform(actions(), request(target.url("/step"), headers=dict(CREDENTIALS)))[0]
+    landed = target.received("/stepped")[-1].headers
+    assert {name: landed[name.lower()] for name in CREDENTIALS} == CREDENTIALS
+
+
+def test_a_cookie_one_target_sets_goes_along_on_no_other_call(target: Target) -> None:
+    """The pooled client is shared by every job: it must keep no cookie for the next one."""
+    target.answer("/sets-a-cookie", 200, b"ok", {"Set-Cookie": "session=Their-Session; Path=/"})
+    target.answer("/another-job", 200)
+    performer = actions()
+    assert perform(performer, request(target.url("/sets-a-cookie")))[0]
+    assert perform(performer, request(target.url("/another-job")))[0]
+    assert "cookie" not in target.received("/another-job")[-1].headers
+    # A job's own Cookie header is its own to send.
+    assert perform(performer, request(target.url("/another-job"), headers={"Cookie": "mine=1"}))[0]
+    assert target.received("/another-job")[-1].headers["cookie"] == "mine=1"
+
+
 def test_the_allow_list_opens_names_and_ranges(target: Target) -> None:
     target.answer("/allowed", 200)
     for setting, host in [("localhost", "localhost"), ("127.0.0.0/8", "127.0.0.1")]:

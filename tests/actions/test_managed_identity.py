@@ -30,7 +30,9 @@ from tests.targets import IdentityEndpoint, Received, Target
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 ATTEMPT = Attempt(datetime(2026, 11, 22, 18, 0, tzinfo=UTC))
 LOCAL = OutboundPolicy.from_setting("127.0.0.1/32")
-ARM = "https://management.azure.com/"
+# The jobs' targets here are not the management endpoint, which alone takes management tokens.
+API = "https://api.example.org/"
+ARM_AUDIENCE = "https://management.azure.com/"
 VAULT = "https://vault.azure.net"
 SECRET = "platform-secret-4c1d"
 USER_ASSIGNED = "0e6a6a6b-3c0f-4a5e-9f5d-2a7c3b1d9e8f"
@@ -77,7 +79,7 @@ def performer(clock: Clock, default_client_id: str | None = None, **options: Any
     return HttpActions(LOCAL, None, oauth, IdentityTokens(clock, default_client_id), **options)
 
 
-def with_identity(uri: str, audience: str = ARM, **fields: str) -> dict[str, Any]:
+def with_identity(uri: str, audience: str = API, **fields: str) -> dict[str, Any]:
     authentication = {"type": "ManagedServiceIdentity", "audience": audience, **fields}
     return {
         "type": "Http",
@@ -105,9 +107,9 @@ def test_the_token_request_names_the_audience_and_carries_the_platform_secret(
     [asked] = server.received(endpoint.path)
     assert asked.method == "GET"
     assert asked.headers["x-identity-header"] == SECRET
-    assert token_requests(server, endpoint) == [{"api-version": "2019-08-01", "resource": ARM}]
+    assert token_requests(server, endpoint) == [{"api-version": "2019-08-01", "resource": API}]
     [(token, resource, client_id)] = endpoint.issued
-    assert (resource, client_id) == (ARM, None)  # no clientId: the app's default identity
+    assert (resource, client_id) == (API, None)  # no clientId: the app's default identity
     [call] = server.received("/stop-vm")
     assert call.headers["authorization"] == f"Bearer {token}"
     assert token not in message
@@ -194,7 +196,7 @@ def test_an_identity_the_platform_does_not_know_fails_the_attempt_with_its_answe
     assert not succeeded
     assert message == (
         f"Http Action - No token for host '127.0.0.1': the app's managed identity (client id {unknown}) "
-        f"gave no token for audience '{ARM}': the endpoint answered 400: No User Assigned or Delegated "
+        f"gave no token for audience '{API}': the endpoint answered 400: No User Assigned or Delegated "
         "Managed Identity found for specified ClientId/ResourceId/PrincipalId."
     )
     assert server.received("/never") == []
@@ -208,7 +210,7 @@ def test_a_wrong_platform_secret_fails_the_attempt_without_quoting_the_secret(
     succeeded, message = performer(clock).perform(with_identity(server.url("/never")), JOB, ATTEMPT)
     assert not succeeded
     assert message.endswith(
-        "gave no token for audience 'https://management.azure.com/': "
+        f"gave no token for audience '{API}': "
         "the endpoint answered 401: The X-IDENTITY-HEADER header is missing or wrong."
     )
     assert "stale-secret" not in message
@@ -268,6 +270,23 @@ def test_the_identity_is_not_lent_for_calls_to_the_apps_own_storage(
     assert endpoint.issued == []
 
 
+@pytest.mark.parametrize(
+    "audience", ["https://storage.azure.com/", "https://otherstore.queue.core.windows.net", ARM_AUDIENCE],
+    ids=["storage", "an-account", "management"],
+)  # fmt: skip
+def test_a_job_saved_before_the_audience_rules_gets_no_token_for_what_they_refuse(
+    server: Target, endpoint: IdentityEndpoint, clock: Clock, audience: str
+) -> None:
+    """H3: the rules are checked at the save, and again at the call for jobs saved before."""
+    server.answer("/collector", 200)
+    action = with_identity(server.url("/collector"), audience)
+    succeeded, message = performer(clock).perform(action, JOB, ATTEMPT)
+    assert not succeeded
+    assert message.startswith("Http Action - No token for host '127.0.0.1': the audience is ")
+    assert endpoint.issued == []
+    assert server.received("/collector") == []
+
+
 def test_a_redirect_to_another_host_does_not_carry_the_token(
     server: Target, endpoint: IdentityEndpoint, clock: Clock
 ) -> None:
@@ -313,7 +332,7 @@ def test_the_main_action_and_the_error_action_call_with_the_identity(
                                        "recurrence": {"frequency": "Day", "interval": 1}})  # fmt: skip
     pipeline.advance(timedelta(minutes=1))
     issued = {(resource, client_id): token for token, resource, client_id in endpoint.issued}
-    assert bearer_of(server.received("/deallocate")[-1]) == issued[(ARM, None)]
+    assert bearer_of(server.received("/deallocate")[-1]) == issued[(API, None)]
     assert (
         bearer_of(server.received("/page-on-call")[-1]) == issued[("api://on-call", USER_ASSIGNED)]
     )

@@ -198,6 +198,16 @@ def test_unreachable_storage_is_a_bounded_failure() -> None:
 # --- Service Bus ---
 
 
+@pytest.mark.parametrize("time_to_live", ["P60D", "10675199.02:48:05.4775807"], ids=["sixty-days", "timespan-max-value"])
+def test_a_time_to_live_beyond_what_amqp_carries_fails_every_send(broker: AmqpBroker, time_to_live: str) -> None:
+    """Why the API refuses such a timeToLive (tests/api/test_write_validation.py): the header
+    holds milliseconds in 32 bits, and the SDK cannot encode more."""
+    action = bus_action("orders", brokeredMessageProperties={"timeToLive": time_to_live})
+    succeeded, said = bus_actions(broker.endpoint).perform(action, JOB, ATTEMPT)
+    assert not succeeded
+    assert "unsigned int" in said or "internal error" in said, said
+
+
 def test_a_queue_message_carries_the_body_and_every_mapped_property(broker: AmqpBroker) -> None:
     properties = {
         "contentType": "application/json", "correlationId": "corr-1", "forcePersistence": True,

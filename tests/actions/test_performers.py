@@ -82,3 +82,29 @@ def test_a_fault_of_ours_is_a_failed_attempt_logged_with_the_uris_keys_masked(ca
     assert "ValueError: cannot send to https://u:***@h.example.org/run?code=***&x=1" in logged
     assert "Traceback" in logged and JOB.arm_name in logged
     assert "pw-1" not in logged and "key-2" not in logged
+
+
+class Echoing:
+    """A performer whose outcome, and whose fault, quote the secrets the action holds."""
+
+    def __init__(self, fails: bool) -> None:
+        self._fails = fails
+
+    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
+        request = action["request"]
+        quoted = f"{request['headers']} {request['authentication']['password']} {request['uri']}"
+        if self._fails:
+            raise ValueError(f"cannot send {quoted}")
+        return True, f"Body: {quoted}"
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["in-the-outcome", "in-a-fault"])
+def test_no_secret_the_job_holds_is_recorded_whatever_quotes_it(fails: bool, caplog: pytest.LogCaptureFixture) -> None:
+    actions = Actions(lambda: AT, {ActionType.HTTP: Echoing(fails)})
+    request = {"uri": "https://h.example.org/run?code=Key-1", "headers": {"X-Api-Key": "Key-2", "X-Trace": "t-1"},
+               "authentication": {"type": "Basic", "username": "u", "password": "Pass-3"}}  # fmt: skip
+    with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
+        outcome = actions.perform({"action": {"type": "Http", "request": request}}, JOB, Attempt(AT))
+    recorded = outcome.message + caplog.text
+    assert "Key-1" not in recorded and "Key-2" not in recorded and "Pass-3" not in recorded
+    assert "t-1" in recorded

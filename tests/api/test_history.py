@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
+from azure.data.tables import TableServiceClient
 
+from shared.api.arm import ApiRequest
+from shared.api.job_operations import list_history
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.storage.store import Store
+from shared.storage.store import JOBS_TABLE, Store
 from tests.api.test_jobs import (
     SUBSCRIPTION,
     collection_path,
@@ -19,6 +26,7 @@ from tests.api.test_jobs import (
     put_job,
 )
 from tests.conftest import Service
+from tests.pipeline import Pipeline
 
 
 def entry(status: str, expected: datetime, retry: int = 0) -> dict[str, object]:
@@ -69,3 +77,68 @@ def test_history_lists_newest_first_filters_pages_and_goes_with_the_job(api: htt
     assert store.history(job) == []
     assert api.get(f"{job_path(collection, name)}/history").status_code == 404
     assert api.delete(collection_path(collection)).status_code == 200
+
+
+# --- the cost of a page -------------------------------------------------------------------------
+
+HISTORY_LENGTH = 1_022
+
+
+class RowsRead:
+    """The jobs table's rows that storage answered with, and the requests, as a response hook."""
+
+    def __init__(self) -> None:
+        self.rows = self.requests = 0
+
+    def __call__(self, response: Any) -> None:
+        request = response.http_request
+        if request.method != "GET" or f"/{JOBS_TABLE}" not in request.url:
+            return
+        self.requests += 1
+        body = json.loads(response.http_response.text() or "{}")
+        self.rows += len(body["value"]) if "value" in body else 1
+
+
+def history_request(url: str) -> ApiRequest:
+    parts = urlsplit(url)
+    names = parts.path.split("/")
+    route = {"subscriptionId": names[2], "resourceGroupName": names[4], "jobCollectionName": names[8], "jobName": names[10]}
+    query = {name.lower(): value for name, value in parse_qsl(parts.query, keep_blank_values=True)}
+    return ApiRequest("GET", url, route, query, {"host": parts.netloc}, b"")
+
+
+def test_a_history_page_reads_only_the_entries_it_shows(storage: str) -> None:
+    counted = RowsRead()
+    store = Store(TableServiceClient.from_connection_string(storage, raw_response_hook=counted))
+    pipeline = Pipeline(storage, store=store)
+    job = pipeline.put_job("long-history", {"startTime": "2026-11-01T05:00:00Z", "recurrence": {"frequency": "Minute"},
+                                            "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}})  # fmt: skip
+    first = datetime(2026, 11, 1, 5, 0, tzinfo=UTC)
+    written = [(Attempt(first + timedelta(minutes=n)).history_id,
+                entry("Failed" if n % 3 == 0 else "Completed", first + timedelta(minutes=n))) for n in range(HISTORY_LENGTH)]  # fmt: skip
+    store.add_history(job, written)
+    newest_first = sorted(entry_id for entry_id, _ in written)
+    services = replace(pipeline.services, settings=replace(pipeline.services.settings, public_base_url="https://scheduler.example.com"))
+
+    def walk(query: str, top: int, skipped: int = 0) -> list[str]:
+        seen: list[str] = []
+        url: str | None = f"http://forged.example{job.arm_id}/history?api-version=2016-03-01&code=the-key&{query}"
+        while url:
+            counted.rows = counted.requests = 0
+            answer = list_history(history_request(url), services).body
+            assert isinstance(answer, dict)
+            # The job's own row, and one entry more than the page shows (whether more follow);
+            # a `$skip` of the client's own also reads the keys of the entries it skips, once.
+            assert counted.rows <= top + 2 + skipped and counted.requests <= 2 + (skipped > 0), (counted.rows, counted.requests)
+            skipped = 0
+            seen += [item["id"].rsplit("/", 1)[1] for item in answer["value"]]
+            url = answer["nextLink"]
+            if url is not None:
+                assert url.startswith(f"https://scheduler.example.com{job.arm_id}/history?")
+                assert "code=" not in url and "forged" not in url
+        return seen
+
+    assert walk("$top=100", 100) == newest_first
+    failed = [entry_id for entry_id, item in sorted(written) if item["status"] == "Failed"]
+    assert walk("$top=25&$filter=status eq 'Failed'", 25) == failed
+    assert walk("$top=7&$skip=1000", 7, skipped=1000) == newest_first[1000:]

@@ -305,7 +305,6 @@ INVALID = [
     ({"recurrence": {"frequency": "Hour", "interval": 1001}},
      "properties.recurrence.interval: 1001 is too long for frequency hour"),
     ({"startTime": "2099-01-01T00:00:00Z"}, "properties.startTime: 2099-01-01T00:00:00+00:00 is more than 18 months away"),
-    ({"recurence": {"frequency": "Hour"}}, "properties.recurence: is not a known property"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {"str": 5}}}},
      "properties.action.request.headers.str: must be a string, not 5"),
     ({"state": "Completed"}, "properties.state: only enabled or disabled can be set; completed is set by the service"),
@@ -497,6 +496,27 @@ def test_delete_job_and_deleting_a_collection_deletes_its_jobs(api: httpx.Client
 # --- listing ------------------------------------------------------------------------------------
 
 
+def test_next_link_is_built_on_the_configured_base_without_the_key_or_a_forged_host(api: httpx.Client, service: Service) -> None:
+    collection = new_collection(api)
+    for n in range(2):
+        assert put_job(api, collection, http_job(), name=f"job-{n}").status_code == 201
+    job = job_path(collection, "job-0")
+    store = Store.from_connection_string(service.storage)
+    job_id = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), "job-0")
+    store.add_history(job_id, [(f"{n:020d}-s99", {"status": "Completed"}) for n in range(2)])
+    with httpx.Client(base_url=service.base_url, timeout=5) as bare:  # the key in the query, not a header
+        for path in (f"{collection_path(collection)}/jobs", f"{job}/history"):
+            answer = bare.get(path, params={"api-version": "2016-03-01", "code": service.key, "$top": 1},
+                              headers={"Host": "attacker.example"})  # fmt: skip
+            assert answer.status_code == 200, answer.text
+            link = answer.json()["nextLink"]
+            # The local host's own address (the site's host name), as configured: not the Host header.
+            assert link.startswith(f"{service.base_url}{path}?"), link
+            assert "attacker" not in link and "code=" not in link and service.key not in link
+            following = bare.get(link, headers={"x-functions-key": service.key})
+            assert following.status_code == 200 and len(following.json()["value"]) == 1
+
+
 def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) -> None:
     collection = new_collection(api, quota={"maxJobCount": 20})
     names = sorted(f"job-{n:02d}" for n in range(7))
@@ -512,6 +532,15 @@ def test_list_pages_with_top_skip_next_link_and_state_filter(api: httpx.Client) 
     assert third["nextLink"] is None  # the last page says so
     disabled = api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'"}).json()
     assert [job["name"].split("/")[1] for job in disabled["value"]] == [names[0], names[3], names[6]]
+    url: str | None = str(api.get(f"{collection_path(collection)}/jobs", params={"$filter": "state eq 'disabled'", "$top": 1}).url)
+    followed = []
+    while url:
+        one = httpx.get(url, headers={"x-functions-key": api.headers["x-functions-key"]}, timeout=5).json()
+        followed += [job["name"].split("/")[1] for job in one["value"]]
+        url = one["nextLink"]
+    assert followed == [names[0], names[3], names[6]]  # filtered pages, each job once
+    bad = api.get(f"{collection_path(collection)}/jobs", params={"$skiptoken": "not a token!"})
+    assert bad.status_code == 400 and "$skiptoken" in bad.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

@@ -77,11 +77,11 @@ REFUSED = [
     ("no-audience", {"type": "ManagedServiceIdentity"},
      f"{AUTHENTICATION}.audience: is required for ManagedServiceIdentity authentication"),
     ("plain-http-audience", identity(audience="http://management.azure.com/"),
-     f"{AUTHENTICATION}.audience: 'http://management.azure.com/' is neither an absolute https URI "
-     "(https://management.azure.com/) nor an app ID URI (api://...)"),
+     f"{AUTHENTICATION}.audience: is neither an absolute https URI without user-info, query or "
+     "fragment (https://management.azure.com/) nor an app ID URI (api://...)"),
     ("relative-audience", identity(audience="management.azure.com"),
-     f"{AUTHENTICATION}.audience: 'management.azure.com' is neither an absolute https URI"),
-    ("empty-app-id-uri", identity(audience="api://"), f"{AUTHENTICATION}.audience: 'api://' is neither"),
+     f"{AUTHENTICATION}.audience: is neither an absolute https URI"),
+    ("empty-app-id-uri", identity(audience="api://"), f"{AUTHENTICATION}.audience: is neither"),
     ("audience-with-query", identity(audience="https://vault.azure.net/?x=1"), f"{AUTHENTICATION}.audience: "),
     ("client-id-not-a-guid", identity(clientId="my-identity"),
      f"{AUTHENTICATION}.clientId: 'my-identity' is not a GUID: it is the client id of a user-assigned managed identity"),
@@ -89,7 +89,15 @@ REFUSED = [
     ("a-secret-along", identity(secret="s3cr3t-value"),
      f"{AUTHENTICATION}.secret: does not go with ManagedServiceIdentity authentication, which takes only audience and clientId"),
     ("a-tenant-along", identity(tenant="contoso.onmicrosoft.com"), f"{AUTHENTICATION}.tenant: does not go with"),
-    ("an-unknown-field", identity(resource=ARM), f"{AUTHENTICATION}.resource: is not a known property"),
+    # Tokens that would read the app's own storage, where every job's secrets are.
+    ("storage-audience", identity(audience="https://storage.azure.com/"),
+     f"{AUTHENTICATION}.audience: is a storage audience: its token would reach the storage the app's identity may read"),
+    ("account-blob-audience", identity(audience="https://schedstore.blob.core.windows.net"),
+     f"{AUTHENTICATION}.audience: is a storage audience"),
+    ("account-table-audience", identity(audience="https://SchedStore.table.core.windows.net/"),
+     f"{AUTHENTICATION}.audience: is a storage audience"),
+    ("private-link-queue-audience", identity(audience="https://schedstore.privatelink.queue.core.windows.net/"),
+     f"{AUTHENTICATION}.audience: is a storage audience"),
 ]  # fmt: skip
 
 
@@ -218,3 +226,42 @@ def test_an_audience_that_cannot_be_sent_is_400_not_a_fault(api: httpx.Client, c
     response = api.put(job_path(collection, unique("surrogate")), content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 400, response.text
     assert f"{AUTHENTICATION}.audience: " in response.json()["error"]["message"]
+
+
+def test_a_management_token_goes_only_to_the_management_endpoint(
+    api: httpx.Client, collection: str
+) -> None:
+    """H3: a management token can list the app's storage keys; only the endpoint it is for
+    receives it."""
+    elsewhere = job(identity())
+    elsewhere["properties"]["action"]["request"]["uri"] = "https://ops.example.org/hook"
+    path = job_path(collection, unique("arm-elsewhere"))
+    refused = api.put(path, json=elsewhere)
+    assert refused.status_code == 400, refused.text
+    assert (
+        f"{AUTHENTICATION}.audience: is the Azure Resource Manager audience, whose token goes "
+        "only to the management endpoint"
+    ) in refused.json()["error"]["message"]
+    assert "not to ops.example.org" in refused.text
+    # At the management endpoint it is what it is for; moved elsewhere by a PATCH, refused.
+    assert api.put(path, json=job(identity())).status_code == 201
+    moved = {"properties": {"action": {"request": {"uri": "https://ops.example.org/hook"}}}}
+    assert api.patch(path, json=moved).status_code == 400
+    classic_spelling = job(identity(audience="https://management.core.windows.net/"))
+    classic_spelling["properties"]["action"]["request"]["uri"] = "https://ops.example.org/hook"
+    assert api.put(path, json=classic_spelling).status_code == 400
+
+
+@pytest.mark.parametrize(
+    "audience",
+    ["https://ops:Aud-Pass-1@vault.azure.net/?sig=Aud-Sig-2", "http://ops:Aud-Pass-1@vault.azure.net/?sig=Aud-Sig-2",
+     "https://vault.azure.net/?sv=1&sig=Aud-Sig-2", "api://ops:Aud-Pass-1@ x?sig=Aud-Sig-2"],
+    ids=["user-info-and-sig", "plain-http", "sas-query", "app-id-with-a-space"],
+)  # fmt: skip
+def test_a_refused_audience_is_not_quoted(api: httpx.Client, collection: str, audience: str) -> None:
+    """What stands in a malformed audience may be a key: the 400 says what is wrong, not what was sent."""
+    response = api.put(job_path(collection, unique("quoted")), json=job(identity(audience=audience)))
+    assert response.status_code == 400, response.text
+    assert f"{AUTHENTICATION}.audience: is neither" in response.json()["error"]["message"]
+    assert "Aud-Pass-1" not in response.text
+    assert "Aud-Sig-2" not in response.text

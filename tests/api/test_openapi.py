@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -85,5 +86,57 @@ def test_the_patterns_and_the_domain_agree(names: tuple[str, str, str, str], val
 def test_a_put_of_a_collection_needs_a_location_and_a_patch_does_not() -> None:
     path = openapi.document()["paths"]["/" + next(route.template for route in ROUTES if route.name == "put_job_collection")]
     put, patch = (path[method]["requestBody"]["content"]["application/json"]["schema"] for method in ("put", "patch"))
-    assert put == {"allOf": [{"$ref": "#/components/schemas/CollectionBody"}], "required": ["location"], "properties": {"location": {"type": "string"}}}
-    assert patch == {"$ref": "#/components/schemas/CollectionBody"}
+    assert put == {"allOf": [{"$ref": "#/components/schemas/SentCollectionBody"}], "required": ["location"], "properties": {"location": {"type": "string"}}}
+    assert patch == {"$ref": "#/components/schemas/SentCollectionBody"}
+
+
+# --- what the document allows, the rules accept (issue 30) ----------------------------------
+
+
+def resolved(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = schemas[schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def request_body(operation: str) -> dict[str, Any]:
+    route = next(route for route in ROUTES if route.name == operation)
+    schema = openapi.document()["paths"]["/" + route.template][route.method.lower()]["requestBody"]["content"]["application/json"]["schema"]
+    return schema["allOf"][0] if "allOf" in schema else schema
+
+
+@pytest.mark.parametrize(("operation", "settable"), [
+    ("put_job", ["enabled", "disabled"]), ("patch_job", ["enabled", "disabled"]), ("preview_occurrences", ["enabled", "disabled"]),
+    ("put_job_collection", ["Enabled", "Disabled", "Suspended"]), ("patch_job_collection", ["Enabled", "Disabled", "Suspended"]),
+])  # fmt: skip
+def test_a_request_body_offers_only_the_states_a_client_may_set(operation: str, settable: list[str]) -> None:
+    """`state: Deleted` (a collection) and completed or faulted (a job) are the service's own."""
+    schemas = openapi.document()["components"]["schemas"]
+    properties = resolved(resolved(request_body(operation), schemas)["properties"]["properties"], schemas)
+    assert resolved(properties["properties"]["state"], schemas)["enum"] == settable
+
+
+def test_what_the_service_answers_still_holds_every_state() -> None:
+    schemas = openapi.document()["components"]["schemas"]
+    assert resolved(schemas["JobProperties"]["properties"]["state"], schemas)["enum"] == ["enabled", "disabled", "completed", "faulted"]
+
+
+def test_no_schema_offers_null() -> None:
+    """A null `action.request` was described as valid; the rules refuse it for an Http action."""
+    document = openapi.document()
+    schemas = document["components"]["schemas"]
+    action = resolved(resolved(resolved(request_body("put_job"), schemas)["properties"]["properties"], schemas)["properties"]["action"], schemas)
+    assert action["properties"]["request"] == {"$ref": "#/components/schemas/HttpActionRequest"}
+    assert '"null"' not in json.dumps(schemas | {"paths": document["paths"]}).replace('"nextLink": {"type": ["string", "null"]}', "")
+
+
+@pytest.mark.parametrize(("operation", "kept", "refused"), [
+    ("list_jobs", ["state eq 'enabled'", "state eq 'faulted'"], ["", "state eq 'sleeping'", "name eq 'x'", "state eq 'enabled' or 1 eq 1"]),
+    ("list_job_history", ["status eq 'Failed'"], ["status eq 'Lost'", "state eq 'enabled'"]),
+])  # fmt: skip
+def test_a_filter_is_described_as_the_one_comparison_it_may_be(operation: str, kept: list[str], refused: list[str]) -> None:
+    route = next(route for route in ROUTES if route.name == operation)
+    parameters = openapi.document()["paths"]["/" + route.template]["get"]["parameters"]
+    pattern = next(parameter["schema"]["pattern"] for parameter in parameters if parameter["name"] == "$filter")
+    assert [value for value in kept if re.search(pattern, value)] == kept
+    assert [value for value in refused if re.search(pattern, value)] == []

@@ -5,19 +5,23 @@ it was sent as. The masking and restoring rules first, on their own; then throug
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_document import SECRETS
+from shared.domain.job_document import SECRETS, secrets_staying
 from shared.domain.problems import is_secret_field
-from shared.domain.redaction import redact_text, redact_uri, restored_definition
+from shared.domain.redaction import masked_values, redact_text, redact_uri, restored_definition
+from shared.domain.wire import merge_patch
 from shared.storage.store import Store
 from tests.api.test_classic_api import XML_CLOUD_SERVICE, XML_COLLECTION
 from tests.api.test_jobs import (
@@ -29,6 +33,8 @@ from tests.api.test_jobs import (
     unique,
 )
 from tests.conftest import Service
+from tests.pipeline import START, Pipeline
+from tests.targets import Received, Target
 
 # A Functions URL with its key, a Logic Apps-style SAS, and a password in the user-info.
 KEYED_URI = "https://ops:Pa55-word@fn.example.org/api/run?code=Fn-Key-1&sp=%2Ftriggers%2Frun&sv=1.0&sig=Sig-Value-1"
@@ -116,7 +122,8 @@ MASKED_HEADERS = {"Authorization": "***", "X-Api-Key": "***", "Content-Type": "a
         (definition(SHOWN_URI.replace("sv=1.0", "sv=2.0"), MASKED_HEADERS),
          definition(KEYED_URI.replace("sv=1.0", "sv=2.0"))),
         (definition(SHOWN_URI.replace("***", "%2A%2A%2A")), definition()),
-        (definition(SHOWN_URI.replace("/api/run", "/api/other")), definition(KEYED_URI.replace("/api/run", "/api/other"))),
+        (definition(SHOWN_URI.replace("/api/run", "/api/other"), MASKED_HEADERS),
+         definition(SHOWN_URI.replace("/api/run", "/api/other"), MASKED_HEADERS)),
         (definition(SHOWN_URI.replace("fn.example.org", "elsewhere.example.org"), MASKED_HEADERS),
          definition(SHOWN_URI.replace("fn.example.org", "elsewhere.example.org"), MASKED_HEADERS)),
         (definition(SHOWN_URI.replace("https:", "http:"), MASKED_HEADERS),
@@ -126,11 +133,11 @@ MASKED_HEADERS = {"Authorization": "***", "X-Api-Key": "***", "Content-Type": "a
         (definition("https://fn.example.org/?token=***"), definition("https://fn.example.org/?token=***")),
         (definition(KEYED_URI.replace("Fn-Key-1", "New-Key")), definition(KEYED_URI.replace("Fn-Key-1", "New-Key"))),
     ],
-    ids=["read-and-written-back", "other-part-changed", "mask-percent-encoded", "other-path-same-host",
+    ids=["read-and-written-back", "other-part-changed", "mask-percent-encoded", "other-path-keeps-nothing",
          "other-host-keeps-nothing", "other-scheme-keeps-nothing", "other-user-keeps-no-password",
          "nothing-stored-to-put-back", "a-new-key-replaces"],
 )  # fmt: skip
-def test_masks_sent_back_get_the_stored_values_only_for_the_same_destination(
+def test_masks_sent_back_get_the_stored_values_only_for_the_same_endpoint(
     sent: dict[str, Any], kept: dict[str, Any]
 ) -> None:
     assert restored_definition(sent, definition()) == kept
@@ -387,3 +394,219 @@ def test_no_error_of_a_patch_quotes_a_secret(
 @pytest.fixture
 def arm_collection(api: httpx.Client) -> str:
     return new_collection(api)
+
+
+# --- a secret goes only where it came from -------------------------------------------------------
+
+# A job whose actions carry secrets in every form: credential headers, a query key, a password.
+MAIN_URI = "https://api.example.org/hook?code=Fn-Key-1"
+MAIN_HEADERS = {
+    "X-Api-Key": "Api-Key-4",
+    "Cookie": "session=Cookie-5",
+    "Content-Type": "text/plain",
+}
+ERROR_HEADERS = {"Ocp-Apim-Subscription-Key": "Apim-Key-6", "X-Trace": "t-1"}
+BASIC = {"type": "Basic", "username": "ops", "password": "Err-Pass-7"}
+
+
+def travelling_job() -> dict[str, Any]:
+    request = {"uri": MAIN_URI, "method": "POST", "headers": dict(MAIN_HEADERS)}
+    error_request = {"uri": "https://alerts.example.org/page", "method": "POST",
+                     "headers": dict(ERROR_HEADERS), "authentication": dict(BASIC)}  # fmt: skip
+    action = {"type": "Http", "request": request,
+              "errorAction": {"type": "Http", "request": error_request}}  # fmt: skip
+    return http_job(action=action)["properties"]
+
+
+@dataclass(frozen=True)
+class JobWrites:
+    """One API's writes of a job's properties, and the definition the store then keeps."""
+
+    put: Callable[[dict[str, Any]], httpx.Response]
+    patch: Callable[[dict[str, Any]], httpx.Response]
+    get: Callable[[], dict[str, Any]]
+    stored: Callable[[], dict[str, Any]]
+
+
+@pytest.fixture(params=["arm", "classic"])
+def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) -> JobWrites:
+    store, name = Store.from_connection_string(service.storage), unique("travelling")
+    if request.param == "arm":
+        collection = new_collection(api)
+        path = job_path(collection, name)
+        job_id = JobId.of(CollectionId.of(SUBSCRIPTION, "jobs-rg", collection), name)
+        return JobWrites(
+            lambda properties: api.put(path, json={"properties": properties}),
+            lambda patch: api.patch(path, json={"properties": patch}),
+            lambda: api.get(path).json()["properties"],
+            lambda: store.existing_job(job_id).document.definition,
+        )
+    classic: ClassicJobs = request.getfixturevalue("classic_jobs")
+    path = f"{classic.path}/{name}"
+    job_id = JobId.of(CollectionId.of(SUBSCRIPTION, classic.cloud_service, "jc"), name)
+    return JobWrites(
+        lambda properties: classic.client.put(path, json=properties),
+        lambda patch: classic.client.patch(path, json=patch),
+        lambda: {
+            name: value for name, value in classic.client.get(path).json().items() if name != "id"
+        },
+        lambda: store.existing_job(job_id).document.definition,
+    )
+
+
+def headers_of(action: dict[str, Any]) -> dict[str, str]:
+    """An action's headers, names in lower case (the classic API spells them its own way)."""
+    return {name.lower(): value for name, value in action["request"].get("headers", {}).items()}
+
+
+def test_a_patch_that_moves_the_request_to_another_host_leaves_its_secrets_behind(
+    writes: JobWrites,
+) -> None:
+    """H2: only the host changes; the credential headers stay with the host they were for."""
+    assert writes.put(travelling_job()).status_code < 300
+    moved = writes.patch({"action": {"request": {"uri": "https://other-host.example.org/hook"}}})
+    assert moved.status_code == 200, moved.text
+    action = writes.stored()["action"]
+    assert action["request"]["uri"] == "https://other-host.example.org/hook"
+    assert headers_of(action) == {"content-type": "text/plain"}
+    # The errorAction did not move: it keeps everything.
+    assert headers_of(action["errorAction"]) == {k.lower(): v for k, v in ERROR_HEADERS.items()}
+    assert action["errorAction"]["request"]["authentication"]["password"] == "Err-Pass-7"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["http://api.example.org/hook", "https://api.example.org:8443/hook", "https://api.example.org/other"],
+    ids=["other-scheme", "other-port", "other-path"],
+)  # fmt: skip
+def test_any_other_scheme_port_or_path_is_another_place(writes: JobWrites, uri: str) -> None:
+    assert writes.put(travelling_job()).status_code < 300
+    assert writes.patch({"action": {"request": {"uri": uri}}}).status_code == 200
+    assert headers_of(writes.stored()["action"]) == {"content-type": "text/plain"}
+
+
+def test_a_patch_that_moves_the_error_action_needs_its_password_again(writes: JobWrites) -> None:
+    assert writes.put(travelling_job()).status_code < 300
+    elsewhere = {"uri": "https://other-host.example.org/page"}
+    refused = writes.patch({"action": {"errorAction": {"request": elsewhere}}})
+    assert refused.status_code == 400, refused.text
+    assert "errorAction.request.authentication.password: is required for Basic" in refused.text
+    assert writes.stored()["action"]["errorAction"]["request"]["authentication"] == BASIC
+    password = {"authentication": {"password": "New-Pass-8"}}
+    moved = writes.patch({"action": {"errorAction": {"request": elsewhere | password}}})
+    assert moved.status_code == 200, moved.text
+    action = writes.stored()["action"]
+    assert action["errorAction"]["request"]["authentication"]["password"] == "New-Pass-8"
+    assert headers_of(action["errorAction"]) == {"x-trace": "t-1"}
+    assert headers_of(action) == {k.lower(): v for k, v in MAIN_HEADERS.items()}  # main stays
+
+
+def test_a_patch_that_moves_the_request_keeps_what_it_sends_again(writes: JobWrites) -> None:
+    assert writes.put(travelling_job()).status_code < 300
+    sent = {"uri": "https://other-host.example.org/hook", "headers": {"X-Api-Key": "New-Key-9"}}
+    assert writes.patch({"action": {"request": sent}}).status_code == 200
+    assert headers_of(writes.stored()["action"]) == {
+        "x-api-key": "New-Key-9",
+        "content-type": "text/plain",
+    }
+
+
+def test_a_patch_that_keeps_the_endpoint_keeps_every_secret(writes: JobWrites) -> None:
+    assert writes.put(travelling_job()).status_code < 300
+    same = {"uri": "https://API.example.org:443/hook?code=***&page=2"}  # the masked key sent back
+    assert writes.patch({"action": {"request": same}}).status_code == 200
+    action = writes.stored()["action"]
+    assert action["request"]["uri"] == "https://API.example.org:443/hook?code=Fn-Key-1&page=2"
+    assert headers_of(action) == {k.lower(): v for k, v in MAIN_HEADERS.items()}
+
+
+def test_a_job_put_back_with_another_path_on_the_same_host_gets_no_key_back(
+    writes: JobWrites,
+) -> None:
+    """M1: the masks of what a read showed are put back only for the endpoint they came from."""
+    assert writes.put(travelling_job()).status_code < 300
+    read = writes.get()
+    read["action"]["request"]["uri"] = "https://api.example.org/echo?code=***"
+    read["action"]["errorAction"]["request"]["authentication"]["password"] = "Err-Pass-7"
+    assert writes.put(read).status_code == 200
+    action = writes.stored()["action"]
+    assert action["request"]["uri"] == "https://api.example.org/echo?code=***"
+    assert headers_of(action) == {"x-api-key": "***", "cookie": "***", "content-type": "text/plain"}
+    # The errorAction, put back where it was, keeps its key.
+    assert headers_of(action["errorAction"])["ocp-apim-subscription-key"] == "Apim-Key-6"
+
+
+def test_a_job_put_back_for_another_host_gets_no_key_back(writes: JobWrites) -> None:
+    assert writes.put(travelling_job()).status_code < 300
+    read = writes.get()
+    read["action"]["request"]["uri"] = "https://other-host.example.org/hook?code=***"
+    read["action"]["errorAction"]["request"]["uri"] = "https://other-host.example.org/page"
+    read["action"]["errorAction"]["request"]["authentication"]["password"] = "Err-Pass-7"
+    assert writes.put(read).status_code == 200
+    action = writes.stored()["action"]
+    assert action["request"]["uri"] == "https://other-host.example.org/hook?code=***"
+    assert headers_of(action) == {"x-api-key": "***", "cookie": "***", "content-type": "text/plain"}
+    assert headers_of(action["errorAction"]) == {
+        "ocp-apim-subscription-key": "***",
+        "x-trace": "t-1",
+    }
+
+
+QUEUE = {"type": "StorageQueue", "queueMessage": {"storageAccount": "acct1", "queueName": "q",
+                                                  "sasToken": "?sv=1&sig=Queue-Sig-1", "message": "m"}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("patch", "kept"),
+    [({"action": {"queueMessage": {"queueName": "other"}}}, True),
+     ({"action": {"queueMessage": {"storageAccount": "ACCT1"}}}, True),
+     ({"action": {"queueMessage": {"storageAccount": "acct2"}}}, False)],
+    ids=["other-queue-same-account", "account-in-another-case", "other-account"],
+)  # fmt: skip
+def test_a_queue_message_keeps_its_token_only_for_its_storage_account(
+    patch: dict[str, Any], kept: bool
+) -> None:
+    stored = {"action": QUEUE}
+    staying = secrets_staying(stored, merge_patch(stored, patch))
+    assert ("sasToken" in staying["action"]["queueMessage"]) is kept
+    assert stored == {"action": QUEUE}  # the stored definition itself is left as it was
+
+
+# --- what the job's calls record ----------------------------------------------------------------
+
+
+def test_a_target_that_echoes_the_request_puts_no_secret_into_history_or_the_logs(
+    pipeline: Pipeline, target: Target, caplog: pytest.LogCaptureFixture
+) -> None:
+    def echo(received: Received) -> tuple[int, bytes, dict[str, str]]:
+        shown = {"query": received.query, "headers": received.headers}
+        return 500, json.dumps(shown).encode(), {}
+
+    target.respond("/echo", echo)
+    request = {"uri": target.url("/echo?code=Echo-Key-1&x=1"), "method": "GET",
+               "headers": {"X-Api-Key": "Echo-Key-2"},
+               "authentication": {"type": "Basic", "username": "ops", "password": "Echo-Pass-3"}}  # fmt: skip
+    action = {"type": "Http", "request": request, "retryPolicy": {"retryType": "None"}}
+    job = pipeline.put_job("echo", {"startTime": START.isoformat(), "action": action})
+    with caplog.at_level(logging.INFO, logger="scheduler"):
+        pipeline.advance(timedelta(minutes=1))
+    [call] = target.received("/echo")
+    assert call.headers["x-api-key"] == "Echo-Key-2"  # the target did get them, and echoed them
+    [entry] = pipeline.history(job)
+    basic = base64.b64encode(b"ops:Echo-Pass-3").decode()
+    recorded = json.dumps(entry) + caplog.text
+    assert "Body: {" in entry["message"] and "***" in entry["message"]
+    for secret in ("Echo-Key-1", "Echo-Key-2", "Echo-Pass-3", basic):
+        assert secret not in recorded
+    assert "x=1" in entry["message"]  # what is no secret stays readable
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("key=Secret-1 and Secret-1", "key=*** and ***"),
+     ("cut at the end: Secret-", "cut at the end: ***"),
+     ("a short one: abc, abcd", "a short one: abc, ***")],
+    ids=["every-occurrence", "cut-off-at-the-end", "shorter-than-four-left-alone"],
+)  # fmt: skip
+def test_secret_values_are_masked_wherever_they_stand(text: str, shown: str) -> None:
+    assert masked_values(text, {"Secret-1", "abc", "abcd"}) == shown

@@ -354,3 +354,96 @@ def test_a_short_ipv4_host_reached_an_address_its_text_does_not_show(executor: A
     problems = definition_problems(JobBody.model_validate(job(action)).properties, sku=SkuName.STANDARD,
                                    now=datetime.now(UTC))  # fmt: skip
     assert [problem.field for problem in problems] == ["properties.action.request.uri"]
+
+
+# --- inputs that answered 500, or cost seconds (issue 30, L1 and L3) -----------------------
+
+def retrying(interval: str) -> dict[str, Any]:
+    return http() | {"retryPolicy": {"retryType": "Fixed", "retryInterval": interval, "retryCount": 2}}
+
+
+def next_february() -> str:
+    """February 1st of next year: less than 18 months away whenever the test runs."""
+    return datetime(datetime.now(UTC).year + 1, 2, 1, 9, tzinfo=UTC).isoformat().replace("+00:00", "Z")
+
+
+def recurring(action: dict[str, Any], recurrence: dict[str, Any]) -> dict[str, Any]:
+    return {"properties": {"startTime": next_february(), "action": action, "recurrence": recurrence}}
+
+
+# From a February: monthly on day 31 and the first Monday (the first Monday is one of days 1 to
+# 7), and every twelfth month on the 30th (no February has one).
+NEVER = [
+    ("day-31-and-first-monday", {"frequency": "Month", "schedule": {"monthDays": [31], "monthlyOccurrences": [{"day": "Monday", "occurrence": 1}]}},
+     "properties.recurrence.schedule: never occurs: no month the recurrence reaches (every month from its start) has a day "
+     "among its monthDays and among its monthlyOccurrences"),
+    ("february-30th", {"frequency": "Month", "interval": 12, "schedule": {"monthDays": [30]}},
+     "properties.recurrence.schedule: never occurs: no month the recurrence reaches (every 12 months from its start) has "
+     "a day among its monthDays"),
+]  # fmt: skip
+RETRY_INTERVAL = "properties.action.retryPolicy.retryInterval: "
+TOO_LONG, FRACTION = "is longer than 18 months, the most allowed", "has a fraction of a year or a month"
+ARABIC_INDIC = "\u0660\u0660:\u0660\u0661:\u0660\u0660"
+REFUSED_INPUTS = [
+    # A TimeSpan of .NET's largest value, and one of 3 million days: the date arithmetic overflowed.
+    ("timespan-max-value", job(retrying("10675199.02:48:05.4775807")), RETRY_INTERVAL + TOO_LONG),
+    ("three-million-days", job(retrying("3000000.00:00:00")), RETRY_INTERVAL + TOO_LONG),
+    ("iso-three-million-days", job(retrying("P3000000D")), RETRY_INTERVAL + TOO_LONG),
+    ("arabic-indic-timespan", job(retrying(ARABIC_INDIC)), f"{RETRY_INTERVAL}'{ARABIC_INDIC}' is not an ISO 8601 duration"),
+    ("half-a-year", job(retrying("P0.5Y")), f"{RETRY_INTERVAL}'P0.5Y' {FRACTION}"),
+    ("one-and-a-half-months", job(retrying("P1,5M")), f"{RETRY_INTERVAL}'P1,5M' {FRACTION}"),
+    # Sent as milliseconds in an AMQP uint: failed on every run (tests/actions/test_message_actions.py).
+    ("service-bus-time-to-live-beyond-amqp", job(service_bus(brokeredMessageProperties={"timeToLive": "10675199.02:48:05.4775807"})),
+     "properties.action.serviceBusQueueMessage.brokeredMessageProperties.timeToLive: '10675199.02:48:05.4775807' is not "
+     "between 0 and 49 days 17 hours"),
+    ("half-a-second", job(retrying("PT0.5S")),
+     "properties.action.retryPolicy.retryInterval: 0.5 seconds is too short: the least allowed is 15 seconds"),
+    *[(name, recurring(http(), recurrence), message) for name, recurrence, message in NEVER],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "message"), [case[1:] for case in REFUSED_INPUTS], ids=[case[0] for case in REFUSED_INPUTS])
+def test_inputs_that_answered_500_or_never_occur_are_400_on_put_and_preview(
+    api: httpx.Client, collection: str, body: dict[str, Any], message: str
+) -> None:
+    name = unique("input")
+    for response in (put(api, job_path(collection, name), body), api.post(f"{collection_path(collection)}/previewOccurrences", json=body)):
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "BadRequest"
+        assert message in response.json()["error"]["message"]
+    assert api.get(job_path(collection, name)).status_code == 404
+
+
+def test_a_schedule_that_occurs_rarely_is_kept(api: httpx.Client, collection: str) -> None:
+    """February 29th, every twelfth month from a February: every four years, and kept."""
+    body = recurring(http(), {"frequency": "Month", "interval": 12, "schedule": {"monthDays": [29]}})
+    answer = api.post(f"{collection_path(collection)}/previewOccurrences", json=body, params={"count": 2})
+    assert answer.status_code == 200, answer.text
+    found = [datetime.fromisoformat(instant.replace("Z", "+00:00")) for instant in answer.json()["value"]]
+    assert [(moment.month, moment.day) for moment in found] == [(2, 29), (2, 29)]
+    assert found[1].year - found[0].year in (4, 8)
+
+
+@pytest.mark.parametrize("top", ["\u0663", "\u0665\u0660", "1_0", " 5"], ids=["arabic-indic-3", "arabic-indic-50", "underscore", "space"])
+def test_page_sizes_are_ascii_digits_only(api: httpx.Client, collection: str, top: str) -> None:
+    response = api.get(f"{collection_path(collection)}/jobs", params={"$top": top})
+    assert response.status_code == 400, response.text
+    assert "$top" in response.json()["error"]["message"]
+
+
+TAGS_TOO_LARGE = [
+    # A tag name had no bound: 40,000 characters outgrew the table property (32K) a collection is.
+    ("name-over-arm-limit", {"t" * 40_000: "v"}, "at most 512 characters"),
+    # ARM's own limits, each at its most: 38,701 characters as JSON, still more than it holds.
+    ("fifty-tags-at-arm-maxima", {f"{i:03d}" + "n" * 509: "v" * 256 for i in range(50)},
+     "tags: are 38701 characters written as JSON; at most 16384 are allowed"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tags", "message"), [case[1:] for case in TAGS_TOO_LARGE], ids=[case[0] for case in TAGS_TOO_LARGE])
+def test_tags_that_would_outgrow_a_table_property_are_400(api: httpx.Client, tags: dict[str, str], message: str) -> None:
+    path = collection_path(unique("jc"))
+    response = api.put(path, json={"location": "West Europe", "tags": tags, "properties": {"sku": {"name": "Standard"}}})
+    assert response.status_code == 400, response.text
+    assert message in response.json()["error"]["message"]
+    assert api.get(path).status_code == 404

@@ -44,11 +44,15 @@ def job(overlap: str | None, action: dict[str, Any] = NO_RETRIES, **recurrence: 
     return JobDocument.defined(stored_definition(body.properties), T0)
 
 
-def deliver(doc: JobDocument, due: datetime, now: datetime, *, redelivered: bool = False) -> Any:
+def deliver(
+    doc: JobDocument, due: datetime, now: datetime, *, redelivered: bool = False,
+    sent_at: datetime | None = None,
+) -> Any:  # fmt: skip
     [pending] = [
         entry for entry in doc.pending if entry.attempt.expected == due and not entry.attempt.retry
     ]
-    return plan(doc, None, Delivery(JOB, doc.defined_at, pending), now=now, redelivered=redelivered)
+    delivery = Delivery(JOB, doc.defined_at, pending, sent_at)
+    return plan(doc, None, delivery, now=now, redelivered=redelivered)
 
 
 def ended(
@@ -94,16 +98,34 @@ def test_wait_runs_the_occurrence_due_meanwhile_late_once_the_previous_is_over()
 
 def test_wait_coalesces_several_occurrences_due_meanwhile_into_the_latest() -> None:
     doc = job("Wait")
-    settled = ended(doc, deliver(doc, T0, T0), T0, T0 + timedelta(minutes=3, seconds=30))
-    late = deliver(settled.document, T0 + MINUTE, T0 + timedelta(minutes=3, seconds=30))
+    over = T0 + timedelta(minutes=3, seconds=30)
+    settled = ended(doc, deliver(doc, T0, T0), T0, over)
+    # The next occurrence is sent when the previous one is over, and reached at once.
+    late = deliver(settled.document, T0 + MINUTE, over, sent_at=over)
     assert late.attempt.expected == T0 + 3 * MINUTE
     assert late.postponed == (T0 + MINUTE, T0 + 2 * MINUTE)
     recorded = ended(settled.document, late, late.attempt.expected, T0 + 4 * MINUTE)
     assert [status for _, status, _ in entries(recorded)] == ["Postponed", "Postponed", "Completed"]
-    assert (
-        "the job's previous occurrence was still running (overlapPolicy Wait)"
-        in entries(recorded)[0][2]
-    )
+    for _, _, message in entries(recorded)[:2]:
+        assert "the job's previous occurrence was still running (until " in message
+        assert "overlapPolicy Wait" in message and "behind" not in message
+
+
+def test_an_occurrence_sent_on_time_but_reached_late_is_postponed_because_the_service_was_behind() -> None:
+    # The executor was busy (or down): the occurrence's message, sent when the one before it
+    # ended, in time, was reached four minutes late. Nothing of the job was still running.
+    for policy in ("Wait", "Skip"):
+        doc = job(policy)
+        settled = ended(doc, deliver(doc, T0, T0), T0, T0 + timedelta(seconds=2))
+        reached = T0 + timedelta(minutes=5, seconds=10)
+        late = deliver(settled.document, T0 + MINUTE, reached, sent_at=T0 + timedelta(seconds=2))
+        assert late.postponed == (T0 + MINUTE, T0 + 2 * MINUTE, T0 + 3 * MINUTE, T0 + 4 * MINUTE)
+        settlement = ended(settled.document, late, reached, reached)
+        postponed = [message for _, status, message in entries(settlement) if status == "Postponed"]
+        assert len(postponed) == 4, policy
+        for message in postponed:
+            assert "still running" not in message, policy
+            assert "the service was down or behind: it reached the job only at " in message, policy
 
 
 # --- Skip ----------------------------------------------------------------------------------------

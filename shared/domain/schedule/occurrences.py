@@ -13,8 +13,10 @@ Schedules are evaluated on the wall clock of `recurrence.timeZone` (UTC when abs
 from __future__ import annotations
 
 import bisect
+import calendar
 import functools
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
@@ -38,6 +40,11 @@ _RRULE_FREQUENCY: dict[Frequency, _RRuleFrequency] = {
 _RRULE_WEEKDAY = (rr.MO, rr.TU, rr.WE, rr.TH, rr.FR, rr.SA, rr.SU)
 _NTH_WEEKDAYS_OF_A_MONTH = range(1, 6)
 _SHORTER_THAN_A_DAY = (Frequency.MINUTE, Frequency.HOUR)
+# The Gregorian calendar repeats itself every 400 years: 4,800 months, 146,097 days, which is a
+# whole number of weeks (20,871). So month n and month n + 4,800 have the same length and start
+# on the same weekday, and the months a grid of every k-th month visits repeat, each with its
+# calendar, after 4,800 / gcd(4,800, k) of its periods.
+_MONTHS_IN_A_CALENDAR_CYCLE = 400 * 12
 _FIXED_LENGTH_PERIOD = {
     Frequency.MINUTE: timedelta(minutes=1),
     Frequency.HOUR: timedelta(hours=1),
@@ -63,6 +70,12 @@ class Occurrences:
         if self.recurrence is None:
             return None
         return _Grid.of(self.recurrence, anchor=self.start_time or self.created_at)
+
+    @functools.cached_property
+    def never_match(self) -> bool:
+        """Whether the schedule selects no day at all, whatever the start and the end: monthDays
+        and monthlyOccurrences that never fall on one day, or days no month the grid visits has."""
+        return self._grid is not None and self._grid.is_empty
 
     @functools.cached_property
     def first(self) -> datetime | None:
@@ -183,8 +196,42 @@ class _Grid:
             times_of_day=times_of_day,
         )
 
+    @functools.cached_property
+    def is_empty(self) -> bool:
+        """Whether no period of the grid holds a day its rules select.
+
+        Only month grids can be empty: a day grid takes every day, a week grid weekdays every
+        week has, a year grid its anchor's own date, and rrule refuses the minute and hour grids
+        that never meet their schedule. Whether a month has a selected day depends on its length
+        and the weekday it starts on alone, and the months a grid visits repeat with their
+        calendars within one cycle (_MONTHS_IN_A_CALENDAR_CYCLE), so looking through one cycle
+        of periods from the anchor's decides it: a few thousand steps of arithmetic at most,
+        where rrule, which stops only at a selected day, would have walked to the year 9999.
+        A grid that is not empty has a selected day in every cycle of its periods, so a search
+        from any instant ends within one cycle too (a February 29th within 8 years).
+        """
+        if self.frequency is not Frequency.MONTH:
+            return False
+        has_a_day: dict[tuple[int, int], bool] = {}
+        period = self._period_of(self.anchor)
+        cycle = _MONTHS_IN_A_CALENDAR_CYCLE // math.gcd(_MONTHS_IN_A_CALENDAR_CYCLE, self.interval)
+        for step in range(cycle):
+            try:
+                month = self._period_after(period, step * self.interval)
+            except ValueError:
+                break  # past the year 9999: no later month to hold a day
+            first_weekday, length = calendar.monthrange(month.year, month.month)
+            kind = (first_weekday, length)
+            if kind not in has_a_day:
+                has_a_day[kind] = _month_has_a_day(self.rules, first_weekday, length)
+            if has_a_day[kind]:
+                return False
+        return True
+
     def search(self, instant: datetime, *, inclusive: bool) -> datetime | None:
         """The first grid instant after `instant` (or at it, if inclusive), unless past the end."""
+        if self.is_empty:
+            return None
         try:
             for wall in self._walls_from(wall_time(instant, self.zone), inclusive):
                 candidate = instant_at(wall, self.zone)
@@ -318,6 +365,24 @@ def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
     if recurrence.frequency is Frequency.YEAR:
         return {"bymonth": anchor.month, "bymonthday": anchor.day}
     return {}
+
+
+def _month_has_a_day(rules: dict[str, Any], first_weekday: int, length: int) -> bool:
+    """Whether a month of `length` days starting on `first_weekday` has a day the month grid's
+    `rules` select, read as rrule reads them: a day of `bymonthday` (negative from the end) and,
+    when both are given, also one of the numbered weekdays of `byweekday`."""
+    month_days = rules.get("bymonthday")
+    if isinstance(month_days, int):
+        month_days = [month_days]
+    weekdays = [(weekday.weekday, weekday.n) for weekday in rules.get("byweekday") or ()]
+    for day in range(1, length + 1):
+        if month_days and day not in month_days and day - length - 1 not in month_days:
+            continue
+        weekday = (first_weekday + day - 1) % 7
+        nth, nth_from_end = (day - 1) // 7 + 1, -((length - day) // 7 + 1)
+        if not weekdays or (weekday, nth) in weekdays or (weekday, nth_from_end) in weekdays:
+            return True
+    return False
 
 
 def _month_day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
