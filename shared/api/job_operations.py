@@ -149,15 +149,14 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
         raise InvalidRequest(problems)
     definition = stored_definition(body.properties)
     upcoming = occurrences_of(definition, defined_at).upcoming(_preview_count(request))
+    answer: dict[str, Any] = {
+        "value": [iso(instant) for instant in upcoming],
+        "schedule": describe_schedule(definition),
+    }
     zone = iana_name((definition.get("recurrence") or {}).get("timeZone"))
-    return ApiResponse(
-        200,
-        {
-            "value": [iso(instant) for instant in upcoming],
-            "schedule": describe_schedule(definition),
-            "timeZone": zone,
-        },
-    )
+    if zone is not None:  # a schedule in UTC has none
+        answer["timeZone"] = zone
+    return ApiResponse(200, answer)
 
 
 # --- the steps ------------------------------------------------------------------------------

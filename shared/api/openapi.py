@@ -134,9 +134,9 @@ def _schemas() -> dict[str, Any]:
         "required": ["value"],
         "properties": {
             "value": instants,
-            # previewOccurrences only: the schedule in words, the zone's IANA name (null: UTC)
+            # previewOccurrences only: the schedule in words, the zone's IANA name (absent: UTC)
             "schedule": {"type": "string"},
-            "timeZone": {"type": ["string", "null"]},
+            "timeZone": {"type": "string"},
         },
     }
     text = {"type": "string"}
