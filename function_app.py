@@ -98,6 +98,16 @@ def health_check(req: func.HttpRequest) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(report), status_code=status, mimetype="application/json")
 
 
+# The host's root: `{ignored:maxlength(0)?}` is how a Functions route matches the empty path
+# (in Azure, with AzureWebJobsDisableHomepage set, the host's own page gives way to it).
+@app.route(
+    route="{ignored:maxlength(0)?}", methods=["GET", "HEAD"], auth_level=func.AuthLevel.ANONYMOUS
+)
+def root_to_console(req: func.HttpRequest) -> func.HttpResponse:
+    """The service's root address leads to the console."""
+    return func.HttpResponse(status_code=302, headers={"Location": "/console"})
+
+
 @app.route(route="console", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def console_page(req: func.HttpRequest) -> func.HttpResponse:
     """The web console; it asks for the function key itself."""

@@ -11,7 +11,9 @@ the addresses of the web console and of the health route, and the function key, 
 Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
-`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
+`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key (without
+SCHEDULER_FUNCTION_KEY, the key made on the first run is kept in .azurite/function-key and used
+again, so that a restart leaves signed-in consoles and scripts working);
 FUNCTIONS_WORKER_PROCESS_COUNT (up to 10) runs that many worker processes (`devhost.processes`);
 PYTHON_THREADPOOL_THREAD_COUNT (1 or more; invalid: a warning and the default) is how many plain
 functions each runs at once, read as Azure's Python worker reads it (`devhost.invocation`, or the
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
 AZURITE_DATA = ROOT / ".azurite"  # in .gitignore and .funcignore
 LOCK_NAME = "devhost.lock"  # in AZURITE_DATA, held while an Azurite runs on it
+KEY_NAME = "function-key"  # in AZURITE_DATA: the key made on the first run, used by the next
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_loggers()  # the SDKs and httpx log every request, URL and all, at INFO
     load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
-    key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
+    key = os.environ.get("SCHEDULER_FUNCTION_KEY") or kept_key(AZURITE_DATA)
 
     emulator = None
     if not options.no_azurite:
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Another local host is using {AZURITE_DATA}: stop it first.", file=sys.stderr)
             return 1
         if options.fresh:
-            azurite.empty(AZURITE_DATA, keep={LOCK_NAME})
+            azurite.empty(AZURITE_DATA, keep={LOCK_NAME, KEY_NAME})  # the data, not the key
         emulator = _start_azurite(AZURITE_DATA, durable=not options.azurite_interval_saves)
         _print_azurite(emulator)
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
@@ -70,6 +73,23 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if emulator is not None:
             emulator.stop()
+
+
+def kept_key(folder: Path) -> str:
+    """The function key kept in `folder` by an earlier run, or a new one, kept there (readable by
+    its owner only) for the runs to come."""
+    path = folder / KEY_NAME
+    try:
+        kept = path.read_text().strip()
+    except FileNotFoundError:
+        kept = ""
+    if kept:
+        return kept
+    key = secrets.token_urlsafe(32)
+    folder.mkdir(parents=True, exist_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+        file.write(key + "\n")
+    return key
 
 
 def _arguments() -> argparse.ArgumentParser:

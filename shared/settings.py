@@ -82,6 +82,8 @@ EVERY_SETTING = (
     # Flex Consumption takes the language from the site's runtime settings, not this one.
     _setting("FUNCTIONS_WORKER_RUNTIME", "host", in_azure=False),
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
+    # The host's own page at `/` gives way to the app's, which leads to the console.
+    _setting("AzureWebJobsDisableHomepage", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),

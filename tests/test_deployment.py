@@ -291,7 +291,7 @@ def test_the_host_discovers_every_function(functions: list[Any]) -> None:
     found = {function.get_function_name(): function.get_trigger().get_dict_repr()["type"] for function in functions}
     expected = {route.name: "httpTrigger" for route in [*ROUTES, *CLASSIC_ROUTES, *CONSOLE_ROUTES]} | {
         "openapi_document": "httpTrigger", "health_check": "httpTrigger",
-        "console_page": "httpTrigger", "console_file": "httpTrigger", "due_attempts_timer": "timerTrigger",
+        "console_page": "httpTrigger", "console_file": "httpTrigger", "root_to_console": "httpTrigger", "due_attempts_timer": "timerTrigger",
         "retention_timer": "timerTrigger", "executor": "queueTrigger",
     }  # fmt: skip
     assert found == expected

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
-from shared.domain.problems import InvalidRequest, Refused, RuleBroken
+from shared.domain.problems import FieldError, InvalidRequest, Refused, RuleBroken
 from shared.domain.templates.deployment import TemplateError
 from shared.storage.errors import (
     EtagMismatch,
@@ -29,13 +29,30 @@ class ArmError(Exception):
         self.message = message
 
     @property
-    def envelope(self) -> dict[str, dict[str, str]]:
+    def envelope(self) -> dict[str, dict[str, Any]]:
         return {"error": {"code": self.code, "message": self.message}}
 
 
 class BadRequest(ArmError):
     status = 400
     code = "BadRequest"
+
+
+class InvalidFields(BadRequest):
+    """A body that breaks rules: the message lists them all, and ARM's error `details` name each
+    one's field (`target`, a JSON path) so that a form can show each problem beside its field."""
+
+    def __init__(self, message: str, errors: Sequence[FieldError]) -> None:
+        super().__init__(message)
+        self.errors = tuple(errors)
+
+    @property
+    def envelope(self) -> dict[str, dict[str, Any]]:
+        details = [
+            {"code": self.code, "target": error.field, "message": error.problem}
+            for error in self.errors
+        ]
+        return {"error": {"code": self.code, "message": self.message, "details": details}}
 
 
 class MissingApiVersion(ArmError):
@@ -192,7 +209,7 @@ def arm_error(error: Exception) -> ArmError | None:
         case TemplateError():
             return InvalidTemplate(error)
         case InvalidRequest():
-            return BadRequest(error.message)
+            return InvalidFields(error.message, error.errors)
         case Refused():
             return Conflict(error.message)
         case NotFound(resource=JobId() as job):

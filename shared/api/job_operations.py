@@ -14,6 +14,8 @@ from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest
+from shared.domain.schedule.timezones import iana_name
+from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
@@ -136,7 +138,8 @@ def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
-    """Our extension: check a job body without saving it, and show when it would run."""
+    """Our extension: check a job body without saving it, and show when it would run: the
+    times in UTC, the schedule in words, and the IANA name of its time zone (for local times)."""
     collection = services.store.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
     sku = SkuName(collection.document["properties"]["sku"]["name"])
@@ -144,9 +147,16 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
-    occurrences = occurrences_of(stored_definition(body.properties), defined_at)
-    upcoming = occurrences.upcoming(_preview_count(request))
-    return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
+    definition = stored_definition(body.properties)
+    upcoming = occurrences_of(definition, defined_at).upcoming(_preview_count(request))
+    answer: dict[str, Any] = {
+        "value": [iso(instant) for instant in upcoming],
+        "schedule": describe_schedule(definition),
+    }
+    zone = iana_name((definition.get("recurrence") or {}).get("timeZone"))
+    if zone is not None:  # a schedule in UTC has none
+        answer["timeZone"] = zone
+    return ApiResponse(200, answer)
 
 
 # --- the steps ------------------------------------------------------------------------------

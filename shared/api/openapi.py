@@ -132,13 +132,28 @@ def _schemas() -> dict[str, Any]:
     schemas["Occurrences"] = {
         "type": "object",
         "required": ["value"],
-        "properties": {"value": instants},
+        "properties": {
+            "value": instants,
+            # previewOccurrences only: the schedule in words, the zone's IANA name (absent: UTC)
+            "schedule": {"type": "string"},
+            "timeZone": {"type": "string"},
+        },
     }
     text = {"type": "string"}
+    # A 400 for input that breaks rules names each problem's field (a JSON path) in `target`.
+    detail = {
+        "type": "object",
+        "required": ["code", "target", "message"],
+        "properties": {"code": text, "target": text, "message": text},
+    }
     error = {
         "type": "object",
         "required": ["code", "message"],
-        "properties": {"code": text, "message": text},
+        "properties": {
+            "code": text,
+            "message": text,
+            "details": {"type": "array", "items": detail},
+        },
     }
     schemas["Error"] = {"type": "object", "required": ["error"], "properties": {"error": error}}
     return schemas

@@ -600,6 +600,9 @@ def test_preview_checks_a_body_without_saving_it(api: httpx.Client, collection: 
     assert preview.status_code == 200, preview.text
     wednesdays = [next_monday + timedelta(days=2 + 7 * n, hours=6) for n in range(3)]
     assert preview.json()["value"] == [moment.isoformat().replace("+00:00", "Z") for moment in wednesdays]
+    assert preview.json()["schedule"].startswith("Wednesdays at 06:00 UTC")  # for a form's preview
+    assert "timeZone" not in preview.json()  # a schedule in UTC
     invalid = api.post(f"{collection_path(collection)}/previewOccurrences", json=http_job(recurrence={"frequency": "Day", "interval": 0}))
     assert invalid.status_code == 400
+    assert [detail["target"] for detail in invalid.json()["error"]["details"]] == ["properties.recurrence.interval"]
     assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": [], "nextLink": None}

@@ -199,3 +199,13 @@ def test_the_kept_data_folder_is_neither_committed_nor_deployed() -> None:
     assert AZURITE_DATA == ROOT / ".azurite"
     assert ".azurite/" in (ROOT / ".gitignore").read_text().splitlines()
     assert ".azurite" in (ROOT / ".funcignore").read_text().splitlines()
+
+
+def test_the_local_host_keeps_the_key_it_made_for_the_next_run(tmp_path: Path) -> None:
+    from devhost.__main__ import kept_key  # noqa: PLC0415
+
+    first = kept_key(tmp_path / "data")
+    assert len(first) >= 40
+    assert kept_key(tmp_path / "data") == first  # a restart signs in with the same key
+    assert (tmp_path / "data" / "function-key").stat().st_mode & 0o077 == 0
+    assert kept_key(tmp_path / "elsewhere") != first
