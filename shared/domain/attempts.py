@@ -112,7 +112,7 @@ class Delivery:
     pending: Pending
     sent_at: datetime | None = None  # when it was put on the queue
 
-    def to_message(self) -> dict[str, Any]:
+    def to_wire(self) -> dict[str, Any]:
         """The delivery as JSON, as a queue message or a due-index row carries it."""
         collection = self.job.collection
         sent = {} if self.sent_at is None else {"sentAt": iso(self.sent_at)}
@@ -128,14 +128,14 @@ class Delivery:
         }
 
     @classmethod
-    def from_message(cls, message: dict[str, Any]) -> Delivery:
+    def from_wire(cls, wire: dict[str, Any]) -> Delivery:
         """The delivery a message describes; KeyError, TypeError or ValueError if malformed."""
-        job = message["job"]
+        job = wire["job"]
         collection = CollectionId(job["subscription"], job["resourceGroup"], job["collection"])
-        sent_at = message.get("sentAt")
+        sent_at = wire.get("sentAt")
         return cls(
             JobId(collection, job["job"]),
-            parse_iso(str(message["definedAt"])),
-            Pending.from_wire(message["attempt"]),
+            parse_iso(str(wire["definedAt"])),
+            Pending.from_wire(wire["attempt"]),
             parse_iso(sent_at) if sent_at else None,
         )

@@ -123,7 +123,7 @@ def test_a_message_whose_write_never_landed_is_dropped_after_save_grace_however_
     while looks < bound and messages_on_the_queue(pipeline):
         for message in list(next(incoming.receive_messages(messages_per_page=32).by_page(), [])):
             looks += 1
-            pipeline.executor.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
+            pipeline.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
             incoming.delete_message(message)
         pipeline.clock.at += SECOND
     assert messages_on_the_queue(pipeline) == 0
