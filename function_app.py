@@ -8,7 +8,7 @@ import azure.functions as func
 from shared import services
 from shared.api import health, openapi
 from shared.api.arm import serve
-from shared.api.classic import serve_classic
+from shared.api.classic.serving import serve_classic
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
 from shared.console import pages
 from shared.console.pages import ConsoleRoute

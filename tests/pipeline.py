@@ -70,7 +70,7 @@ class Pipeline:
         # reading client would encode a message again when it is made visible again).
         self._incoming = QueueClient.from_connection_string(storage, f"exec{suffix}")
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
-        self.services.scheduling.save_collection(
+        self.services.scheduling.save_collection_with_jobs(
             self.collection, new_collection(CollectionBody.model_validate(COLLECTION)),
             self.clock(), preconditions=Preconditions(), previous=None,
         )  # fmt: skip
@@ -95,7 +95,9 @@ class Pipeline:
 
     # --- time ---
 
-    def advance(self, by: timedelta, *, on_message: Callable[[str, int], None] | None = None) -> int:
+    def advance(
+        self, by: timedelta, *, on_message: Callable[[str, int], None] | None = None
+    ) -> int:
         """Live through `by`: at each due time, tick and run what is due; how many messages ran."""
         until = self.clock() + by
         handled = self.drain(on_message)
@@ -134,7 +136,9 @@ class Pipeline:
 
     def drain(self, on_message: Callable[[str, int], None] | None = None) -> int:
         handled = 0
-        while batch := list(next(self._incoming.receive_messages(messages_per_page=32).by_page(), [])):
+        while batch := list(
+            next(self._incoming.receive_messages(messages_per_page=32).by_page(), [])
+        ):
             for message in batch:
                 text = base64.b64decode(message.content).decode()
                 handled += 1
@@ -150,4 +154,7 @@ class Pipeline:
 
     def messages(self) -> list[dict[str, Any]]:
         """What is visible on the queue now, without taking it."""
-        return [json.loads(base64.b64decode(m.content)) for m in self.queue.peek_messages(max_messages=32)]
+        return [
+            json.loads(base64.b64decode(m.content))
+            for m in self.queue.peek_messages(max_messages=32)
+        ]

@@ -68,7 +68,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
-    deleted = services.store.delete_job(_job_id(request), request.preconditions)
+    deleted = services.scheduling.delete_job(_job_id(request), request.preconditions)
     return ApiResponse(200 if deleted else 204)
 
 

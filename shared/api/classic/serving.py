@@ -21,8 +21,8 @@ from xml.etree.ElementTree import Element
 
 import azure.functions as func
 
-from shared.api import classic_xml
 from shared.api.arm import ApiResponse, Operation, api_request, log_access, request_line
+from shared.api.classic import bodies
 from shared.api.errors import (
     ArmError,
     BadRequest,
@@ -64,13 +64,13 @@ def serve_classic(
         response = operation(classic_request, running)
         if classic_request.method != "GET" and response.status < 300:
             subscription = classic_request.route["subscriptionId"]
-            running.store.record_operation(subscription, request_id)
+            running.scheduling.record_operation(subscription, request_id)
     except Exception as failure:
         error = classic_error(failure)
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
+        response = ApiResponse(error.status, bodies.error(error.code, error.message))
     answer = _http_response(request_id, response)
     log_access(request, response.status, started)
     return answer
@@ -120,7 +120,7 @@ def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
     if body is None:
         return func.HttpResponse(status_code=response.status, headers=headers)
     if isinstance(body, Element):
-        content, mimetype = classic_xml.serialized(body), "application/xml"
+        content, mimetype = bodies.serialized(body), "application/xml"
     else:
         content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
     return func.HttpResponse(
