@@ -12,7 +12,7 @@ import logging
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
@@ -20,6 +20,7 @@ from shared.domain.ids import JobId
 from shared.domain.job_definition import Action, ActionName, ActionType, ErrorAction
 from shared.domain.job_document import secret_values
 from shared.domain.redaction import masked_values, redact_text
+from shared.domain.wire import JsonObject
 
 log = logging.getLogger("scheduler.actions")
 
@@ -52,7 +53,7 @@ class Actions:
         self._clock, self._performers = clock, performers
 
     def perform(
-        self, definition: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
+        self, definition: JsonObject, job: JobId, attempt: Attempt, region: str = ""
     ) -> Outcome:
         """Run the attempt's action (the main one or the errorAction) and say how it went."""
         stored = definition["action"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import ValidationError
 
 from shared.api.arm import ApiRequest, ApiResponse
@@ -16,7 +14,7 @@ from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, field_errors
-from shared.domain.wire import iso, merge_patch
+from shared.domain.wire import JsonObject, iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import PageBounds, StoredJob
@@ -175,7 +173,7 @@ def _job_id(request: ApiRequest) -> JobId:
     return JobId.of(collection_id(request), request.route["jobName"])
 
 
-def _job_resource(stored: StoredJob) -> dict[str, Any]:
+def _job_resource(stored: StoredJob) -> JsonObject:
     return {
         "id": stored.id.arm_id,
         "type": JOB_TYPE,

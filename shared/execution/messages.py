@@ -18,11 +18,11 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
+from shared.domain.wire import JsonObject
 
 log = logging.getLogger("scheduler.messages")
 MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
@@ -46,13 +46,13 @@ class Deliveries:
         """When the first of them is due."""
         return min(delivery.pending.due for delivery in self.carried)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         if len(self.carried) == 1:
             return self.carried[0].to_wire()
         return {_GROUP: [delivery.to_wire() for delivery in self.carried]}
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> Deliveries:
+    def from_wire(cls, wire: JsonObject) -> Deliveries:
         """KeyError, TypeError or ValueError if malformed."""
         if _GROUP not in wire:
             return cls((Delivery.from_wire(wire),))
@@ -70,11 +70,11 @@ class DueRange:
     low: str
     high: str
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {RANGE_KIND: {"partition": self.partition, "low": self.low, "high": self.high}}
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> DueRange:
+    def from_wire(cls, wire: JsonObject) -> DueRange:
         """KeyError, TypeError or ValueError if it is not a range message."""
         body = wire[RANGE_KIND]
         parts = (body["partition"], body["low"], body["high"])

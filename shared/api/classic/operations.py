@@ -13,7 +13,6 @@ import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 from xml.etree.ElementTree import Element
 
 from pydantic import ValidationError
@@ -34,7 +33,7 @@ from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscri
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
-from shared.domain.wire import merge_patch
+from shared.domain.wire import JsonObject, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import (
@@ -249,7 +248,7 @@ def _save_job(request: ApiRequest, services: Services, job: JobId) -> ApiRespons
     return ApiResponse(201 if created else 200, _job(stored))
 
 
-def _job(stored: StoredJob) -> dict[str, Any]:
+def _job(stored: StoredJob) -> JsonObject:
     return classic_job(stored.id.name, stored.document.public_properties())
 
 
@@ -289,7 +288,7 @@ def _cloud_service(
     )
 
 
-def _collection_body(sent: dict[str, Any]) -> CollectionBody:
+def _collection_body(sent: JsonObject) -> CollectionBody:
     try:
         return CollectionBody.model_validate(sent)
     except ValidationError as invalid:
