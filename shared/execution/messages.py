@@ -24,7 +24,7 @@ from azure.storage.queue import QueueClient
 from shared.domain.attempts import Delivery
 from shared.domain.wire import JsonObject
 
-log = logging.getLogger("scheduler.messages")
+log = logging.getLogger("scheduler.executor")  # a message dropped is the executor's to report
 MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
 RANGE_KIND = "dueRange"  # the key that tells a range message from deliveries
 _GROUP = "deliveries"  # the key of several deliveries in one message
