@@ -108,7 +108,7 @@ def run(
     tick(pipeline.index, pipeline.dispatcher, START, lookahead=timedelta(microseconds=1))
 
     def execute(message: Any) -> None:
-        pipeline.executor.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
+        pipeline.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
         pipeline._incoming.delete_message(message)
 
     started = time.perf_counter()

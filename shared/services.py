@@ -111,7 +111,6 @@ def build(
     due_table: str = DUE_TABLE,
     follow_up_gathering: timedelta = FOLLOW_UP_GATHERING,
     action_timeout: float | None = None,
-    max_deliveries: int = 5,
     store: Store | None = None,
 ) -> Services:
     """Every service, connected to the storage the settings name (tables and queue created).
@@ -165,13 +164,20 @@ def build(
         }
         actions = Actions(clock, performers)
         return ExecutionWorker(
-            store, dispatcher, actions, clock=clock, sleep=sleep, max_deliveries=max_deliveries
+            store,
+            dispatcher,
+            actions,
+            clock=clock,
+            sleep=sleep,
+            max_dequeue_count=settings.max_dequeue_count,
         )
 
     threads = ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
     scheduling = Scheduling(store, dispatcher)
     # Range messages travel on the execution queue (shared.execution.fan_out).
-    fan_out = FanOut(queue, due_index, dispatcher, clock=clock, max_deliveries=max_deliveries)
+    fan_out = FanOut(
+        queue, due_index, dispatcher, clock=clock, max_dequeue_count=settings.max_dequeue_count
+    )
     return Services(
         settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads, fan_out
     )

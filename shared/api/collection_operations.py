@@ -26,7 +26,7 @@ def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
         raise InvalidRequest.because("location", "is required")
     previous = services.store.collection(collection)
     request.preconditions.check(previous)
-    stored, _ = services.scheduling.save_collection(
+    stored, _ = services.scheduling.save_collection_with_jobs(
         collection, new_collection(body), services.now(),
         preconditions=request.preconditions, previous=previous,
     )  # fmt: skip
@@ -38,7 +38,7 @@ def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.parsed_body(CollectionBody)
     current = services.store.existing_collection(collection_id(request))
     request.preconditions.check(current)
-    stored, _ = services.scheduling.save_collection(
+    stored, _ = services.scheduling.save_collection_with_jobs(
         current.id, patched_collection(current.document, patch), services.now(),
         preconditions=request.preconditions, previous=current,
     )  # fmt: skip
@@ -46,7 +46,7 @@ def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def delete_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    deleted = services.store.delete_collection(collection_id(request), request.preconditions)
+    deleted = services.scheduling.delete_collection(collection_id(request), request.preconditions)
     return ApiResponse(200 if deleted else 204)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
@@ -16,7 +14,7 @@ from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
-from shared.domain.wire import iso, merge_patch
+from shared.domain.wire import JsonObject, iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
 from shared.storage.store import PageBounds, StoredJob
@@ -66,7 +64,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
-    deleted = services.store.delete_job(_job_id(request), request.preconditions)
+    deleted = services.scheduling.delete_job(_job_id(request), request.preconditions)
     return ApiResponse(200 if deleted else 204)
 
 
@@ -149,7 +147,7 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
         raise InvalidRequest(problems)
     definition = stored_definition(body.properties)
     upcoming = occurrences_of(definition, defined_at).upcoming(_preview_count(request))
-    answer: dict[str, Any] = {
+    answer: JsonObject = {
         "value": [iso(instant) for instant in upcoming],
         "schedule": describe_schedule(definition),
     }
@@ -181,7 +179,7 @@ def _job_id(request: ApiRequest) -> JobId:
     return JobId.of(collection_id(request), request.route["jobName"])
 
 
-def _job_resource(stored: StoredJob) -> dict[str, Any]:
+def _job_resource(stored: StoredJob) -> JsonObject:
     return {
         "id": stored.id.arm_id,
         "type": JOB_TYPE,

@@ -1,5 +1,7 @@
-"""Putting a definition, a run-now or a change of state into effect: the job's write, and the
-attempts it now waits for sent where the executor will find them on time.
+"""The commands: every write the API makes goes through `Scheduling`. Putting a definition, a
+run-now or a change of state into effect: the job's write, and the attempts it now waits for
+sent where the executor will find them on time; a collection's change, carried to its jobs;
+deletes; the classic API's own records (cloud services, operations).
 
 What is sent goes out before the write that makes it pending, so that no crash can leave a job
 waiting for a message never sent; until the write lands the executor waits (`NotYet`). A write
@@ -23,7 +25,7 @@ from shared.domain.collection import (
     with_state,
 )
 from shared.domain.decisions import resumed
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
 from shared.domain.job_document import (
     JobDocument,
@@ -37,11 +39,20 @@ from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
-from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
+from shared.storage.store import (
+    JobSlot,
+    Preconditions,
+    Store,
+    Stored,
+    StoredCloudService,
+    StoredCollection,
+    StoredJob,
+)
 
 
 class Scheduling:
-    """The writes that change what a job waits for, with what each sends."""
+    """Every write of the API: those that change what a job waits for with what each sends,
+    the deletes, and the classic API's records."""
 
     def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
         self._store, self._dispatcher = store, dispatcher
@@ -200,7 +211,7 @@ class Scheduling:
         self._dispatcher.dispatch(deliveries, now)
         self._store.replace_jobs(changed)
 
-    def save_collection(
+    def save_collection_with_jobs(
         self,
         collection: CollectionId,
         document: dict[str, Any],
@@ -210,10 +221,11 @@ class Scheduling:
         previous: StoredCollection | None,
         jobs_state: JobState | None = None,
     ) -> tuple[StoredCollection, bool]:
-        """Save a collection; its jobs' executor sees its state change, and jobs resume with it.
-        With `jobs_state`, every job that is not final takes that state too (POST enable and
-        disable). A change of SKU or quota that would leave the jobs it holds over its new
-        limits is Refused, before anything is written."""
+        """Save a collection (`Store.save_collection`) and carry the change to its jobs: their
+        executor sees its state change, and they resume with it. With `jobs_state`, every job
+        that is not final takes that state too (POST enable and disable). A change of SKU or
+        quota that would leave the jobs it holds over its new limits is Refused, before
+        anything is written."""
         if previous is not None:
             self._refuse_if_over_limits(collection, previous.document, document)
         state = document["properties"]["state"]
@@ -259,7 +271,7 @@ class Scheduling:
         for _ in optimistic_attempts():
             current = self._store.existing_collection(collection)
             try:
-                self.save_collection(
+                self.save_collection_with_jobs(
                     collection, with_state(current.document, state), now,
                     preconditions=Preconditions(if_match=current.etag), previous=current,
                     jobs_state=jobs_state,
@@ -268,3 +280,32 @@ class Scheduling:
             except EtagMismatch:
                 continue
         raise ModifiedConcurrently("job collection")
+
+    def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
+        """Delete a job with its history and its count; whether there was one. What it waited
+        for stays on the queue or in the due index, and finds no job: the executor skips it."""
+        return self._store.delete_job(job, preconditions)
+
+    def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
+        """Delete a collection with its jobs and their history; whether there was one."""
+        return self._store.delete_collection(collection, preconditions)
+
+    # --- the classic API's own records
+
+    def create_cloud_service(
+        self, cloud_service: CloudServiceId, document: dict[str, str]
+    ) -> StoredCloudService:
+        """Create a cloud service's record; EtagMismatch if one of that name exists."""
+        return self._store.create_cloud_service(cloud_service, document)
+
+    def delete_cloud_service(
+        self, cloud_service: CloudServiceId, collections: list[StoredCollection]
+    ) -> None:
+        """Delete a cloud service: these, its collections, first, then its own record."""
+        for collection in collections:
+            self.delete_collection(collection.id, Preconditions())
+        self._store.delete_cloud_service(cloud_service)
+
+    def record_operation(self, subscription: str, request_id: str) -> None:
+        """Keep a classic change's request id, for the clients that poll for its outcome."""
+        self._store.record_operation(subscription, request_id)

@@ -154,7 +154,7 @@ class TemplateImport:
             return
         outcome.outcome = Outcome.CREATED if previous is None else Outcome.UPDATED
         if not run.what_if:
-            self._scheduling.save_collection(
+            self._scheduling.save_collection_with_jobs(
                 collection, document, run.now, preconditions=Preconditions(), previous=previous
             )
 
@@ -205,7 +205,7 @@ class TemplateImport:
                     id=stored.id.arm_id, reason="complete mode: the template does not name it",
                 )  # fmt: skip
                 if not what_if:
-                    self._store.delete_job(stored.id, Preconditions())
+                    self._scheduling.delete_job(stored.id, Preconditions())
                 report.resources.append(outcome)
 
 

@@ -58,7 +58,7 @@ class DueIndex:
             {
                 "PartitionKey": _partition(bucket_of(due), _shard(delivery)),
                 "RowKey": _row(delivery),
-                "Message": json.dumps(delivery.to_message(), separators=(",", ":")),
+                "Message": json.dumps(delivery.to_wire(), separators=(",", ":")),
             },
             mode=UpdateMode.REPLACE,
         )
@@ -85,7 +85,7 @@ class DueIndex:
             )
             for entity in entities:
                 message = json.loads(entity["Message"])
-                found.append(DueRow(partition, entity["RowKey"], Delivery.from_message(message)))
+                found.append(DueRow(partition, entity["RowKey"], Delivery.from_wire(message)))
         found.sort(key=lambda row: row.row)
         return found
 
@@ -99,7 +99,7 @@ class DueIndex:
         found: list[DueRow] = []
         for entity in entities:
             message = json.loads(entity["Message"])
-            found.append(DueRow(partition, entity["RowKey"], Delivery.from_message(message)))
+            found.append(DueRow(partition, entity["RowKey"], Delivery.from_wire(message)))
             if len(found) >= most:  # pages are fetched as they are read: fetch no more
                 break
         return found

@@ -57,7 +57,7 @@ from shared.storage.keys import (
 COLLECTIONS_TABLE = "jobcollections"
 JOBS_TABLE = "jobs"
 # The classic API's own records: its cloud services, and the request id of each change it made,
-# which its clients poll for (see shared/api/classic.py). A subscription's rows share a partition.
+# which its clients poll for (see shared/api/classic/serving.py). A subscription's rows share a partition.
 CLOUD_SERVICES_TABLE = "cloudservices"
 OPERATIONS_TABLE = "operations"
 # Each collection's jobs partition also holds its job count, in counter rows (stripes). Each row

@@ -21,7 +21,7 @@ from xml.etree import ElementTree
 import httpx
 import pytest
 
-from shared.api import classic_operations
+from shared.api.classic import operations as classic_operations
 from shared.domain.collection import CollectionBody, new_collection
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState

@@ -340,7 +340,7 @@ def test_begun_attempts_survive_storage_and_messages() -> None:
     doc, _, _ = begin(job("Allow"), T0, T0)
     assert JobDocument.from_json(doc.to_json()) == doc
     delivery = Delivery(JOB, doc.defined_at, doc.pending[0], T0)
-    assert Delivery.from_message(delivery.to_message()) == delivery
+    assert Delivery.from_wire(delivery.to_wire()) == delivery
     plain = Pending(Attempt(T0), T0)
     assert plain.to_wire() == {"expected": "2026-11-22T09:00:00Z", "action": "MainAction", "retry": 0,
                                "runNow": False, "due": "2026-11-22T09:00:00Z"}  # as before  # fmt: skip

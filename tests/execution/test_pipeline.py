@@ -104,10 +104,10 @@ def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, 
     job = pipeline.put_job("dup", job_at(target, "/dup", recurrence={"frequency": "Minute", "interval": 1}))
     seen: list[str] = []
 
-    def twice(text: str, deliveries: int) -> None:
+    def twice(text: str, dequeue_count: int) -> None:
         seen.append(text)
-        pipeline.executor.handle(text, deliveries)
-        pipeline.executor.handle(text, deliveries)  # the same message again, as at-least-once allows
+        pipeline.handle(text, dequeue_count)
+        pipeline.handle(text, dequeue_count)  # the same message again, as at-least-once allows
 
     pipeline.advance(MINUTE, on_message=twice)
     assert len(seen) == 1
@@ -372,8 +372,8 @@ def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipelin
     # Due now (and 3 s ago): visible at once, for the test to look at.
     same_second = [follow_up(n, now) for n in range(8)]
     with ThreadPoolExecutor(8) as threads:
-        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
-    gathering.dispatch_follow_ups([follow_up(9, now - timedelta(seconds=3))], now)
+        list(threads.map(lambda d: gathering.dispatch_gathered([d], now), same_second))
+    gathering.dispatch_gathered([follow_up(9, now - timedelta(seconds=3))], now)
     messages = pipeline.messages()
     assert sorted(len(m.get("deliveries", [m])) for m in messages) == [1, 8]
     grouped = next(m for m in messages if "deliveries" in m)
@@ -389,7 +389,7 @@ def test_follow_ups_of_one_second_that_fill_more_than_a_message_leave_in_message
     same_second = [Delivery(JobId(pipeline.collection, f"job-{n}"), now, Pending(Attempt(now), now))
                    for n in range(due_together)]  # fmt: skip
     with ThreadPoolExecutor(due_together) as threads:
-        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
+        list(threads.map(lambda d: gathering.dispatch_gathered([d], now), same_second))
     messages = pipeline.messages()
     assert sorted(len(m["deliveries"]) for m in messages) == [37, 38]
     sent = sorted(d["job"]["job"] for m in messages for d in m["deliveries"])

@@ -55,7 +55,7 @@ def save(pipeline: Pipeline, job: JobId, properties: dict[str, Any], **precondit
 def test_creates_refused_by_the_job_quota_leave_nothing_on_the_queue_or_in_the_due_index(pipeline: Pipeline, target: Target) -> None:
     free = CollectionId("sub-pipeline", "group", f"{pipeline.collection.name}-free")
     document = new_collection(CollectionBody.model_validate({"location": "westeurope", "properties": {"sku": {"name": "Free"}}}))
-    pipeline.services.scheduling.save_collection(free, document, pipeline.clock(), preconditions=Preconditions(), previous=None)
+    pipeline.services.scheduling.save_collection_with_jobs(free, document, pipeline.clock(), preconditions=Preconditions(), previous=None)
     later = START + timedelta(minutes=30)
     for n in range(5):  # a Free collection's quota
         save(pipeline, JobId(free, f"job-{n}"), one_off(target, "/quota", later))
@@ -123,7 +123,7 @@ def test_a_message_whose_write_never_landed_is_dropped_after_save_grace_however_
     while looks < bound and messages_on_the_queue(pipeline):
         for message in list(next(incoming.receive_messages(messages_per_page=32).by_page(), [])):
             looks += 1
-            pipeline.executor.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
+            pipeline.handle(base64.b64decode(message.content).decode(), message.dequeue_count)
             incoming.delete_message(message)
         pipeline.clock.at += SECOND
     assert messages_on_the_queue(pipeline) == 0
