@@ -89,7 +89,7 @@ class Drained:
 def collection(host: Host, sku: str) -> Any:
     from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
     from shared.domain.ids import CollectionId  # noqa: PLC0415
-    from shared.storage.store import Preconditions  # noqa: PLC0415
+    from shared.storage.interface import Preconditions  # noqa: PLC0415
 
     made = CollectionId("bench", "burst", f"jc-{uuid.uuid4().hex[:8]}")
     body = CollectionBody.model_validate(

@@ -181,7 +181,7 @@ class Host:
         """A Standard collection, as most users have: up to 50 jobs, each at most once a minute."""
         from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
         from shared.domain.ids import CollectionId  # noqa: PLC0415
-        from shared.storage.store import Preconditions  # noqa: PLC0415
+        from shared.storage.interface import Preconditions  # noqa: PLC0415
 
         collection = CollectionId("bench", "pipeline", f"jc-{uuid.uuid4().hex[:6]}")
         body = CollectionBody.model_validate(

@@ -26,7 +26,7 @@ from shared.execution.timer import tick
 from shared.services import build
 from shared.settings import Settings
 from shared.storage.due_index import BUCKET, bucket_of
-from shared.storage.store import Preconditions, Store, Stored
+from shared.storage.interface import Preconditions, Store, Stored
 
 START = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
 LOCAL = "localhost,127.0.0.0/8"

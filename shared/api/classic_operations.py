@@ -37,7 +37,7 @@ from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import (
+from shared.storage.interface import (
     PageBounds,
     Preconditions,
     Store,

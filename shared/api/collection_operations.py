@@ -12,7 +12,7 @@ from shared.domain.ids import (
 )
 from shared.domain.problems import InvalidRequest
 from shared.services import Services
-from shared.storage.store import StoredCollection
+from shared.storage.interface import StoredCollection
 
 
 def get_collection(request: ApiRequest, services: Services) -> ApiResponse:

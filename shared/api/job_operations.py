@@ -19,7 +19,7 @@ from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import PageBounds, StoredJob
+from shared.storage.interface import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10

@@ -17,7 +17,7 @@ from shared.domain.job_definition import JobState
 from shared.domain.redaction import redacted_definition
 from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import iso
-from shared.storage.store import StoredCollection, StoredJob
+from shared.storage.interface import StoredCollection, StoredJob
 
 TIMELINE_SPAN = timedelta(hours=24)
 # Runs drawn per job on the timeline; a job that runs more often within the span is drawn as

@@ -37,7 +37,14 @@ from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
-from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
+from shared.storage.interface import (
+    JobSlot,
+    Preconditions,
+    Store,
+    Stored,
+    StoredCollection,
+    StoredJob,
+)
 
 
 class Scheduling:

@@ -26,7 +26,7 @@ from shared.domain.collection import CollectionBody, new_collection
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
 from shared.domain.problems import Refused
-from shared.storage.store import Preconditions
+from shared.storage.interface import Preconditions
 from tests.api.test_classic_api import classic_request
 from tests.conftest import Service
 from tests.pipeline import START, Pipeline

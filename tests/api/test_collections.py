@@ -14,7 +14,7 @@ import pytest
 from shared.domain.collection import MaxRecurrence, Quota, effective_quota
 from shared.domain.ids import CollectionId
 from shared.domain.schedule.recurrence import Frequency
-from shared.storage.store import Store
+from shared.storage.table_store import TableStore
 from tests.conftest import Service
 
 SUBSCRIPTION = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
@@ -51,7 +51,7 @@ def too_often(response: httpx.Response) -> bool:
 
 def stored_quota(service: Service, name: str) -> Quota:
     """The quota the jobs of a collection live under, from the collection as stored."""
-    store = Store.from_connection_string(service.storage)
+    store = TableStore.from_connection_string(service.storage)
     return effective_quota(store.existing_collection(CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)).document)
 
 

@@ -20,7 +20,7 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
-from shared.storage.store import StoredCollection, StoredJob
+from shared.storage.interface import StoredCollection, StoredJob
 from tests.factories import utc
 
 NOW = utc("2026-12-01T08:00:00Z")

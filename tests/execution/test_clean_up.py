@@ -14,7 +14,7 @@ from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.execution.clean_up import OPERATIONS_KEPT_FOR, clean_up
-from shared.storage.store import Preconditions
+from shared.storage.interface import Preconditions
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 

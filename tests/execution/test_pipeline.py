@@ -19,9 +19,11 @@ from shared.domain.wire import parse_iso
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import MOST_PER_MESSAGE
 from shared.execution.worker import _SharedGateReads
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 MINUTE = timedelta(minutes=1)
 
@@ -221,7 +223,7 @@ def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postpo
 
 
 def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage: str, target: Target) -> None:
-    class FailingStore(Store):
+    class FailingStore(WrappedStore):
         """Fault injection: the outcome cannot be written for the first five tries."""
 
         failures = 5
@@ -230,9 +232,9 @@ def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage
             if FailingStore.failures > 0:
                 FailingStore.failures -= 1
                 raise ConnectionError("storage unavailable")
-            return super().settle_job(*args, **kwargs)
+            return self.inner.settle_job(*args, **kwargs)
 
-    pipeline = Pipeline(storage, store=FailingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=FailingStore(TableStore.from_connection_string(storage)))
     target.answer("/poison", 200)
     no_retries = http(target, "/poison") | {"retryPolicy": {"retryType": "None"}}
     job = pipeline.put_job("poison", job_at(target, "/poison", action=no_retries,
@@ -324,12 +326,12 @@ def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, targe
 def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: str, target: Target) -> None:
     reads: list[Any] = []
 
-    class CountingStore(Store):
+    class CountingStore(WrappedStore):
         def collection_state(self, collection: Any) -> str | None:
             reads.append(pipeline.clock())
-            return super().collection_state(collection)
+            return self.inner.collection_state(collection)
 
-    pipeline = Pipeline(storage, store=CountingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
     target.answer("/shared", 200)
     for n in range(5):
         pipeline.put_job(f"shared-{n}", job_at(target, "/shared"))

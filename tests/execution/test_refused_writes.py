@@ -23,9 +23,11 @@ from shared.domain.run_now import MOST_PER_COLLECTION, MOST_PER_JOB
 from shared.execution import worker
 from shared.storage.due_index import BUCKET, bucket_of
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, QuotaExceeded
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 SECOND = timedelta(seconds=1)
 
@@ -93,13 +95,13 @@ def test_a_redefinition_refused_by_if_match_leaves_nothing_and_the_job_runs_as_d
 
 
 def test_a_run_now_refused_because_every_write_lost_its_race_leaves_nothing(storage: str, target: Target) -> None:
-    class LosingStore(Store):
+    class LosingStore(WrappedStore):
         """Other writers change the job every time: no write of a run-now lands."""
 
         def settle_job(self, *args: Any, **kwargs: Any) -> bool:
             return False
 
-    pipeline = Pipeline(storage, store=LosingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=LosingStore(TableStore.from_connection_string(storage)))
     job = JobId(pipeline.collection, "contended")
     save(pipeline, job, one_off(target, "/contended", START + timedelta(minutes=10)))
     with pytest.raises(ModifiedConcurrently):

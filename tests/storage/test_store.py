@@ -12,7 +12,8 @@ import pytest
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import QuotaExceeded
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
+from shared.storage.table_store import TableStore
 
 WRITERS = 8
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
@@ -20,7 +21,7 @@ DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 @pytest.fixture(scope="module")
 def store(storage: str) -> Store:
-    connected = Store.from_connection_string(storage)
+    connected = TableStore.from_connection_string(storage)
     connected.create_tables()
     return connected
 
