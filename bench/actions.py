@@ -94,7 +94,7 @@ def run(
     recorded: list[float] = []
 
     class TimingStore(WrappedStore):
-        def settle_job(self, *arguments: Any) -> bool:
+        def settle_job(self, *arguments: Any) -> Any:
             settled = self.inner.settle_job(*arguments)
             if settled:
                 recorded.append(time.perf_counter())  # list.append is atomic

@@ -187,15 +187,14 @@ class ExecutionWorker:
                 # overlapPolicy Allow: the occurrence is counted and the next one sent before
                 # the action runs, so that the next starts on time however long this one takes.
                 begun = decided.settlement
-                if not self._store.settle_job(stored, begun.document, begun.history):
+                settled = self._store.settle_job(stored, begun.document, begun.history)
+                if settled is None:
                     continue
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
                 if decided.run is None:
                     log.warning("%s: too many still running", _line(delivery, "skipped"))
                     return None
-                stored = self._store.job(delivery.job)  # its etag, for recording the outcome
-                if stored is None:
-                    return None
+                stored = settled  # its etag, for recording the outcome
                 decided = decided.run
             break
         else:

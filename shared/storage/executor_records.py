@@ -46,15 +46,13 @@ class ExecutorRecords:
         )
 
     def settle_job(
-        self,
-        stored: StoredJob,
-        document: JobDocument,
-        history: list[HistoryEntry],
-    ) -> bool:
-        """Write a job's new document and history entries if the job is as `stored` read it.
+        self, stored: StoredJob, document: JobDocument, history: list[HistoryEntry]
+    ) -> StoredJob | None:
+        """Write a job's new document and history entries if the job is as `stored` read it;
+        the job as now stored (its new etag), or None when another writer changed it first.
 
         The document and the newest entries are one batch: an outcome is recorded whole or not
-        at all. Returns False when another writer changed the job first.
+        at all.
         """
         room = LARGEST_BATCH - 1
         older, newest = history[:-room] if len(history) > room else [], history[-room:]
@@ -64,10 +62,10 @@ class ExecutorRecords:
         operations: list[Any] = [replacement(Stored(stored.id, document, stored.etag))]
         operations += [("upsert", history_entity(stored.id, *entry)) for entry in newest]
         try:
-            self._table.submit_transaction(operations)
+            written = self._table.submit_transaction(operations)
         except TableTransactionError:
-            return False
-        return True
+            return None
+        return Stored(stored.id, document, written[0]["etag"], stored.incarnation)
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently

@@ -152,10 +152,12 @@ class Store(Protocol):
 
     def settle_job(
         self, stored: StoredJob, document: JobDocument, history: list[HistoryEntry]
-    ) -> bool:
+    ) -> StoredJob | None:
         """Write a job's new document and history entries if the job is still as `stored` read
-        it. The document and the newest entries are written together: an outcome is recorded
-        whole or not at all. False when another writer changed (or deleted) the job first."""
+        it; the job as now stored, with its new etag (what the next write of the same job is
+        checked against), or None when another writer changed (or deleted) the job first. The
+        document and the newest entries are written together: an outcome is recorded whole or
+        not at all."""
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, in batches; ModifiedConcurrently

@@ -155,7 +155,7 @@ class TableStore:
 
     def settle_job(
         self, stored: StoredJob, document: JobDocument, history: list[HistoryEntry]
-    ) -> bool:
+    ) -> StoredJob | None:
         return self._executor.settle_job(stored, document, history)
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:

@@ -228,7 +228,7 @@ def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage
 
         failures = 5
 
-        def settle_job(self, *args: Any, **kwargs: Any) -> bool:
+        def settle_job(self, *args: Any, **kwargs: Any) -> Any:
             if FailingStore.failures > 0:
                 FailingStore.failures -= 1
                 raise ConnectionError("storage unavailable")
@@ -339,6 +339,26 @@ def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: 
     pipeline.advance(MINUTE + timedelta(seconds=15))
     assert len(target.received("/shared")) == 6
     assert reads == [START, START + timedelta(seconds=10)]  # at the due times, once for each
+
+
+def test_an_execution_under_overlap_allow_reads_its_job_once(storage: str, target: Target) -> None:
+    """Allow records the occurrence as begun before the action runs; the outcome is then written
+    against the version that write returned, not against the job read again."""
+    reads: list[JobId] = []
+
+    class CountingStore(WrappedStore):
+        def job(self, job: JobId) -> Any:
+            reads.append(job)
+            return self.inner.job(job)
+
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
+    target.answer("/allowed", 200)
+    job = pipeline.put_job("allowed", job_at(target, "/allowed", overlapPolicy="Allow"))
+    pipeline.advance(MINUTE)
+    assert len(target.received("/allowed")) == 1
+    assert reads == [job]
+    [entry] = pipeline.history(job)
+    assert entry["status"] == "Completed"
 
 
 def test_a_collection_disabled_between_two_due_times_stops_the_later_jobs(pipeline: Pipeline, target: Target) -> None:

@@ -98,8 +98,8 @@ def test_a_run_now_refused_because_every_write_lost_its_race_leaves_nothing(stor
     class LosingStore(WrappedStore):
         """Other writers change the job every time: no write of a run-now lands."""
 
-        def settle_job(self, *args: Any, **kwargs: Any) -> bool:
-            return False
+        def settle_job(self, *args: Any, **kwargs: Any) -> None:
+            return None
 
     pipeline = Pipeline(storage, store=LosingStore(TableStore.from_connection_string(storage)))
     job = JobId(pipeline.collection, "contended")
