@@ -87,7 +87,8 @@ class Drained:
 
 
 def collection(host: Host, sku: str) -> Any:
-    from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
+    from shared.domain.collection import CollectionBody  # noqa: PLC0415
+    from shared.domain.collection_document import CollectionDocument  # noqa: PLC0415
     from shared.domain.ids import CollectionId  # noqa: PLC0415
     from shared.storage.interface import Preconditions  # noqa: PLC0415
 
@@ -95,7 +96,7 @@ def collection(host: Host, sku: str) -> Any:
     body = CollectionBody.model_validate(
         {"location": "West Europe", "properties": {"sku": {"name": sku}}}
     )
-    host.services.store.save_collection(made, new_collection(body), Preconditions())
+    host.services.store.save_collection(made, CollectionDocument.created(body), Preconditions())
     return made
 
 

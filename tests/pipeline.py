@@ -19,7 +19,8 @@ from typing import Any
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
 from devhost.azurite import queue_endpoint_template
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
 from shared.execution.timer import tick
@@ -70,7 +71,7 @@ class Pipeline:
         self._incoming = QueueClient.from_connection_string(storage, f"exec{suffix}")
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
         self.services.scheduling.save_collection(
-            self.collection, new_collection(CollectionBody.model_validate(COLLECTION)),
+            self.collection, CollectionDocument.created(CollectionBody.model_validate(COLLECTION)),
             self.clock(), preconditions=Preconditions(), previous=None,
         )  # fmt: skip
         self.poisoned: list[str] = []

@@ -10,7 +10,7 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
 from shared.api.query import equality_filter, page_bounds, whole_number
-from shared.domain.collection import CollectionState, SkuName
+from shared.domain.collection import CollectionState
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
@@ -143,7 +143,7 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: check a job body without saving it, and show when it would run."""
     collection = services.store.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
-    sku = SkuName(collection.document["properties"]["sku"]["name"])
+    sku = collection.document.sku
     defined_at = services.now()
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:

@@ -28,17 +28,17 @@ NEXT_OCCURRENCES_SHOWN = 10
 
 def collection_view(stored: StoredCollection, jobs: Iterable[StoredJob]) -> dict[str, Any]:
     """A collection's row: where it is, its plan and state, and its jobs counted by state."""
-    properties = stored.document["properties"]
+    document = stored.document
     by_state = Counter(job.document.state.value for job in jobs)
     return {
         "id": stored.id.arm_id,
         "subscription": stored.id.subscription,
         "resourceGroup": stored.id.resource_group,
         "name": stored.id.name,
-        "location": stored.document.get("location"),
-        "sku": properties["sku"]["name"],
-        "state": properties["state"],
-        "quota": properties.get("quota") or {},
+        "location": document.location,
+        "sku": document.sku.value,
+        "state": document.state.value,
+        "quota": document.quota.to_wire() if document.quota is not None else {},
         "jobs": {"total": sum(by_state.values()), **{s.value: by_state[s.value] for s in JobState}},
     }
 

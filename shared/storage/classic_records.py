@@ -24,7 +24,7 @@ class ClassicRecords:
 
     def __init__(self, cloud_services: TableClient, operations: TableClient) -> None:
         self._cloud_services = DocumentTable(
-            cloud_services, cloud_service_id_of, dict, "cloud service"
+            cloud_services, cloud_service_id_of, dict, dict, "cloud service"
         )
         self._operations = operations
 
@@ -38,7 +38,7 @@ class ClassicRecords:
         return list(self._cloud_services.query("PartitionKey eq @pk", pk=table_key(subscription)))
 
     def create_cloud_service(
-        self, cloud_service: CloudServiceId, document: dict[str, Any]
+        self, cloud_service: CloudServiceId, document: dict[str, str]
     ) -> StoredCloudService:
         """Create a cloud service; EtagMismatch if one of that name exists."""
         stored, _ = self._cloud_services.save(

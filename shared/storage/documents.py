@@ -21,6 +21,7 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import TableClient, UpdateMode
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.concurrency import optimistic_attempts
@@ -30,7 +31,9 @@ from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 INCARNATION = "Incarnation"
 
 Id = TypeVar("Id", CloudServiceId, CollectionId, JobId)
-Document = TypeVar("Document", dict[str, Any], JobDocument)
+# What each table keeps: collections, jobs, and the classic API's cloud services (label,
+# description and region).
+Document = TypeVar("Document", CollectionDocument, JobDocument, dict[str, str])
 
 
 @dataclass(frozen=True)
@@ -47,9 +50,9 @@ class Stored(Generic[Id, Document]):
     incarnation: str = ""
 
 
-StoredCollection = Stored[CollectionId, dict[str, Any]]
+StoredCollection = Stored[CollectionId, CollectionDocument]
 StoredJob = Stored[JobId, JobDocument]
-StoredCloudService = Stored[CloudServiceId, dict[str, Any]]
+StoredCloudService = Stored[CloudServiceId, dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -81,19 +84,21 @@ class Preconditions:
 class DocumentTable(Generic[Id, Document]):
     """One table of JSON documents, each in one entity with optimistic concurrency.
 
-    `decode` reads a document from its JSON (the one place a stored resource becomes its
-    document type).
+    `encode` and `decode` write a document as JSON and read it back (the one place a stored
+    resource becomes its document type).
     """
 
     def __init__(
         self,
         table: TableClient,
         id_of: Callable[[Any], Id],
+        encode: Callable[[Document], dict[str, Any]],
         decode: Callable[[dict[str, Any]], Document],
         kind: str,
     ) -> None:
         self.table = table
         self._id_of: Callable[[Any], Id] = id_of
+        self._encode: Callable[[Document], dict[str, Any]] = encode
         self._decode: Callable[[dict[str, Any]], Document] = decode
         self._kind = kind
 
@@ -112,8 +117,8 @@ class DocumentTable(Generic[Id, Document]):
         *,
         partition: str,
         row: str,
-        columns: dict[str, Any],
-        document: dict[str, Any],
+        columns: dict[str, str],
+        document: Document,
         preconditions: Preconditions,
         keep_from_current: tuple[str, ...] = (),
     ) -> tuple[Stored[Id, Document], bool]:
@@ -123,7 +128,7 @@ class DocumentTable(Generic[Id, Document]):
         keeps the case it was created with).
         """
         entity = {"PartitionKey": partition, "RowKey": row, **columns}
-        entity["Document"] = as_json(document)
+        entity["Document"] = as_json(self._encode(document))
         for _ in optimistic_attempts():
             try:
                 current_entity = self.table.get_entity(partition, row)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
@@ -64,7 +65,7 @@ class Store(Protocol):
         """Every collection of every subscription (for maintenance, not for requests)."""
 
     def save_collection(
-        self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
+        self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         """Create or replace a collection; what is now stored, and whether it was created. A
         replace keeps the case of the names it was created with, and its incarnation. A new
@@ -173,7 +174,7 @@ class Store(Protocol):
         """A subscription's cloud service records, in name order."""
 
     def create_cloud_service(
-        self, cloud_service: CloudServiceId, document: dict[str, Any]
+        self, cloud_service: CloudServiceId, document: dict[str, str]
     ) -> StoredCloudService:
         """Create a cloud service's record; EtagMismatch if one of that name exists."""
 

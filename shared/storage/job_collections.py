@@ -11,6 +11,7 @@ from typing import Any
 
 from azure.data.tables import TableClient, TableTransactionError
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
 from shared.storage.batches import row_keys, submit_batches
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
@@ -34,7 +35,10 @@ class Collections:
     def __init__(
         self, table: TableClient, jobs_table: TableClient, counter_rows: CounterRows
     ) -> None:
-        self._collections = DocumentTable(table, collection_id_of, dict, "job collection")
+        self._collections = DocumentTable(
+            table, collection_id_of, CollectionDocument.to_json, CollectionDocument.from_json,
+            "job collection",
+        )  # fmt: skip
         self._jobs_table = jobs_table
         self._counter_rows = counter_rows
 
@@ -63,7 +67,7 @@ class Collections:
         return list(found)
 
     def save_collection(
-        self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
+        self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         """Create or replace a collection. A new one (a new incarnation) starts from an empty
         jobs partition: whatever a deletion's stragglers left there goes once its row is in

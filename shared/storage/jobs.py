@@ -67,7 +67,9 @@ class Jobs:
         history: History,
         collections: Collections,
     ) -> None:
-        self._jobs = DocumentTable(table, job_id_of, JobDocument.from_json, "job")
+        self._jobs = DocumentTable(
+            table, job_id_of, JobDocument.to_json, JobDocument.from_json, "job"
+        )
         self._counting, self._history, self._collections = counting, history, collections
 
     def job(self, job: JobId) -> StoredJob | None:

@@ -17,6 +17,7 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableServiceClient
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
@@ -85,7 +86,7 @@ class TableStore:
         return self._collections.all_collections()
 
     def save_collection(
-        self, collection: CollectionId, document: dict[str, Any], preconditions: Preconditions
+        self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         return self._collections.save_collection(collection, document, preconditions)
 
@@ -170,7 +171,7 @@ class TableStore:
         return self._classic.cloud_services(subscription)
 
     def create_cloud_service(
-        self, cloud_service: CloudServiceId, document: dict[str, Any]
+        self, cloud_service: CloudServiceId, document: dict[str, str]
     ) -> StoredCloudService:
         return self._classic.create_cloud_service(cloud_service, document)
 

@@ -22,7 +22,8 @@ import httpx
 import pytest
 
 from shared.api import classic_operations
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
 from shared.domain.problems import Refused
@@ -191,7 +192,7 @@ def test_enabling_is_refused_whole_when_a_job_runs_more_often_than_the_quota_all
     too_often = pipeline.put_job("too-often", every_minute(target, "/often", state="disabled"))
     hourly = pipeline.put_job("hourly", every_minute(target, "/hourly", state="disabled", recurrence={"frequency": "Hour", "interval": 1}))
     hourly_quota = {"location": "westeurope", "properties": {"sku": {"name": "Standard"}, "quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}
-    pipeline.store.save_collection(pipeline.collection, new_collection(CollectionBody.model_validate(hourly_quota)), Preconditions())
+    pipeline.store.save_collection(pipeline.collection, CollectionDocument.created(CollectionBody.model_validate(hourly_quota)), Preconditions())
     with pytest.raises(Refused) as refused:
         switch(pipeline, {"state": "enabled"})
     assert "too-often" in str(refused.value)

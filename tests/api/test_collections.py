@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.domain.collection import MaxRecurrence, Quota, effective_quota
+from shared.domain.collection import MaxRecurrence, Quota
 from shared.domain.ids import CollectionId
 from shared.domain.schedule.recurrence import Frequency
 from shared.storage.table_store import TableStore
@@ -52,7 +52,7 @@ def too_often(response: httpx.Response) -> bool:
 def stored_quota(service: Service, name: str) -> Quota:
     """The quota the jobs of a collection live under, from the collection as stored."""
     store = TableStore.from_connection_string(service.storage)
-    return effective_quota(store.existing_collection(CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)).document)
+    return store.existing_collection(CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)).document.effective_quota
 
 
 def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) -> None:

@@ -15,6 +15,7 @@ from shared.console.views import (
     job_row,
     timeline,
 )
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
@@ -46,7 +47,7 @@ EVERY_MINUTE = {"frequency": "minute", "interval": 1}
 def test_a_collection_counts_its_jobs_by_state() -> None:
     collection = StoredCollection(
         COLLECTION,
-        {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}},
+        CollectionDocument.from_json({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     jobs = [

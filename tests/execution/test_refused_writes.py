@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import SAVE_GRACE
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
@@ -56,7 +57,7 @@ def save(pipeline: Pipeline, job: JobId, properties: dict[str, Any], **precondit
 
 def test_creates_refused_by_the_job_quota_leave_nothing_on_the_queue_or_in_the_due_index(pipeline: Pipeline, target: Target) -> None:
     free = CollectionId("sub-pipeline", "group", f"{pipeline.collection.name}-free")
-    document = new_collection(CollectionBody.model_validate({"location": "westeurope", "properties": {"sku": {"name": "Free"}}}))
+    document = CollectionDocument.created(CollectionBody.model_validate({"location": "westeurope", "properties": {"sku": {"name": "Free"}}}))
     pipeline.services.scheduling.save_collection(free, document, pipeline.clock(), preconditions=Preconditions(), previous=None)
     later = START + timedelta(minutes=30)
     for n in range(5):  # a Free collection's quota
