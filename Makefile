@@ -1,21 +1,48 @@
 # The two commands of the README. Everything they need is installed here, from the registries:
 # `make run` only what running needs, `make test` (and test-fast, lint, bench) the rest too.
-PYTHON   ?= python3
+#
+# Python: 3.13 when this machine has it (on PATH, or installed by pyenv), since Azure runs the app
+# on 3.13 through the runtime library requirements.txt pins (azure-functions-runtime), and the
+# local host then runs every function through that library too. Otherwise python3, 3.11 or newer,
+# with the functions called directly (azure-functions 1.x). PYTHON=... chooses another.
+# `make test` on 3.13 also runs the fast tests on a Python 3.11 or 3.12 if there is one
+# (.venv311), since the app supports those locally too (docs/runtime.md).
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for candidate in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 python3; do \
+	"$$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 \
+	&& { echo "$$candidate"; break; }; done)
+endif
+# A Python 3.11 or 3.12 for the fast tests beside a 3.13 environment (none: they are skipped).
+OLDER_PYTHON := $(shell for candidate in python3.11 $$(pyenv root 2>/dev/null)/versions/3.11*/bin/python3.11 \
+	python3.12 $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3; do \
+	"$$candidate" -c 'import sys; sys.exit(not (3, 11) <= sys.version_info < (3, 13))' >/dev/null 2>&1 \
+	&& { echo "$$candidate"; break; }; done)
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+IS_313 := $(shell $(PYTHON) -c 'import sys; print("yes" if sys.version_info >= (3, 13) else "")' 2>/dev/null)
 VENV     := .venv
 BIN      := $(VENV)/bin
-RUNDEPS  := $(VENV)/.installed-run
-TESTDEPS := $(VENV)/.installed-test
+# Named by the Python version, so that choosing another Python makes .venv again.
+RUNDEPS  := $(VENV)/.installed-run-$(PY_VERSION)
+TESTDEPS := $(VENV)/.installed-test-$(PY_VERSION)
 NODEDEPS := node_modules/.installed
+OLDER_VENV := .venv311
+OLDER_DEPS := $(OLDER_VENV)/.installed-test
 
 .PHONY: run test test-fast bench lint browser clean
 
-# The app's packages (requirements.txt) and the local host's (devhost/requirements.txt).
+# The app's packages (requirements.txt) and the local host's (devhost/requirements.txt); on
+# Python 3.13 the runtime library's message classes are generated then (devhost/rpc).
 $(RUNDEPS): requirements.txt devhost/requirements.txt
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-		|| { echo "Python 3.11 or newer is needed (set PYTHON=...)" >&2; exit 1; }
-	@echo "Installing the app's Python packages into $(VENV) (first run only)..."
+	@test -n "$(PYTHON)" && $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "Python 3.11 or newer is needed, 3.13 preferred (set PYTHON=...)" >&2; exit 1; }
+	@if [ -x $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(PY_VERSION)" ]; then \
+		echo "$(VENV) was made with another Python than $(PYTHON) ($(PY_VERSION)): making it again"; \
+		rm -rf $(VENV); \
+	fi
+	@echo "Installing the app's Python packages into $(VENV) with $(PYTHON) (first run only)..."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -r requirements.txt -r devhost/requirements.txt
+	if $(BIN)/python -c 'import grpc_tools' 2>/dev/null; then $(BIN)/python -m devhost.rpc; fi
 	touch $@
 
 # The test toolchain on top: linters, pytest, the SDKs the tests call the API with, Playwright.
@@ -23,6 +50,20 @@ $(TESTDEPS): $(RUNDEPS) tests/requirements.txt
 	@echo "Installing the test toolchain into $(VENV) (first time only)..."
 	$(BIN)/pip install --disable-pip-version-check -r tests/requirements.txt
 	touch $@
+
+# Python 3.11 or 3.12 beside a 3.13 environment: the test toolchain, for the fast tests.
+$(OLDER_DEPS): requirements.txt devhost/requirements.txt tests/requirements.txt
+	@echo "Installing the test toolchain into $(OLDER_VENV) with $(OLDER_PYTHON) (first time only)..."
+	test -x $(OLDER_VENV)/bin/python || $(OLDER_PYTHON) -m venv $(OLDER_VENV)
+	$(OLDER_VENV)/bin/pip install --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+# Which path runs the functions, said before `run` and `test`.
+SAY_RUNTIME = $(BIN)/python -c 'import importlib.util, sys; v = "%d.%d" % sys.version_info[:2]; \
+	print(f"Python {v}: " + ("the functions run through azure-functions-runtime, as in Azure." \
+	if importlib.util.find_spec("azure_functions_runtime") else "the functions are called directly \
+	(azure-functions 1.x). Python 3.13 was not found: with it, they would run through Azure\x27s \
+	runtime library (azure-functions-runtime), as in Azure."))'
 
 $(NODEDEPS): package.json package-lock.json
 	@echo "Installing Azurite into node_modules (first time only, half a minute)..."
@@ -32,14 +73,25 @@ $(NODEDEPS): package.json package-lock.json
 ## run: install what running needs, start Azurite (data kept in .azurite/) and serve the API on
 ##      http://127.0.0.1:7071; `make run FRESH=1` deletes Azurite's data first
 run: $(RUNDEPS) $(NODEDEPS)
+	@$(SAY_RUNTIME)
 	$(BIN)/python -m devhost $(if $(filter-out 0,$(FRESH)),--fresh)
 
-## test: install what is needed, then lint and run the whole test suite
-test: $(TESTDEPS) $(NODEDEPS) browser
+## test: install what is needed, then lint and run the whole test suite; on Python 3.13, also
+##       the fast tests on Python 3.11 or 3.12 when there is one
+test: $(TESTDEPS) $(NODEDEPS) browser $(if $(OLDER_PYTHON),$(if $(IS_313),$(OLDER_DEPS)))
+	@$(SAY_RUNTIME)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(if $(and $(IS_313),$(OLDER_PYTHON)),DEVHOST_DIRECT_PYTHON=$(OLDER_VENV)/bin/python) $(BIN)/python -m pytest
+ifneq ($(IS_313),)
+ifneq ($(OLDER_PYTHON),)
+	@echo "The fast tests on $$($(OLDER_VENV)/bin/python -V), the functions called directly:"
+	$(OLDER_VENV)/bin/python -m pytest -m "not services" -q
+else
+	@echo "No Python 3.11 or 3.12 found: the fast tests ran on Python 3.13 only."
+endif
+endif
 
 # The browser tests drive Debian's Chromium through Playwright (`playwright install` downloads
 # from a CDN, which is not used here). SCHEDULER_CHROMIUM=/path/to/chrome uses another build.
@@ -68,6 +120,7 @@ bench: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.burst
 	$(BIN)/python -m bench.actions
 	$(BIN)/python -m bench.azurite_queue
+	$(if $(IS_313),$(BIN)/python -m bench.runtime,@echo "bench.runtime needs Python 3.13: skipped")
 
 lint: $(TESTDEPS)
 	$(BIN)/ruff check .
@@ -75,4 +128,4 @@ lint: $(TESTDEPS)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .hypothesis .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(OLDER_VENV) .devhost-rpc node_modules .pytest_cache .hypothesis .ruff_cache .mypy_cache

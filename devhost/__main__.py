@@ -10,9 +10,11 @@ Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
 `func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
-FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10) runs that many worker processes (`devhost.processes`);
-PYTHON_THREADPOOL_THREAD_COUNT (1 to 32) is how many plain functions each runs at once
-(`devhost.invocation`).
+FUNCTIONS_WORKER_PROCESS_COUNT (up to 10) runs that many worker processes (`devhost.processes`);
+PYTHON_THREADPOOL_THREAD_COUNT (1 or more; invalid: a warning and the default) is how many plain
+functions each runs at once, read as Azure's Python worker reads it (`devhost.invocation`, or the
+runtime library itself: `devhost.runtime`). On Python 3.13+ the functions run through the runtime
+library (`devhost.runtime`); DEVHOST_INVOCATION=direct calls them directly.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from devhost import azurite, worker
-from devhost.invocation import sync_thread_count
+from devhost import azurite, runtime, worker
 from devhost.processes import listen, run_workers, worker_process_count
 from shared.logs import quiet_third_party_loggers
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     options = _arguments().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     quiet_third_party_loggers()  # the SDKs and httpx log every request, URL and all, at INFO
-    _load_local_settings()
+    load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
     key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
 
@@ -125,7 +126,7 @@ def _print_azurite(emulator: azurite.Azurite) -> None:
         )
 
 
-def _load_local_settings() -> None:
+def load_local_settings() -> None:
     """Values from local.settings.json (or its sample), under what the environment already says."""
     for name in ("local.settings.json", "local.settings.sample.json"):
         path = ROOT / name
@@ -138,7 +139,7 @@ def _load_local_settings() -> None:
 def _run_own_host(port: int, key: str) -> int:
     try:
         count = worker_process_count(os.environ)
-        sync_thread_count(os.environ)  # read by each worker; a wrong value stops the host now
+        invocation = runtime.describe(os.environ)
     except ValueError as problem:
         print(problem, file=sys.stderr)
         return 1
@@ -150,6 +151,7 @@ def _run_own_host(port: int, key: str) -> int:
     def announce() -> None:
         _print_addresses(f"http://127.0.0.1:{listener.getsockname()[1]}")
         print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
+        print(f"{invocation}, on Python {sys.version.split()[0]}", flush=True)
 
     if count == 1:  # this process is the one worker
         return worker.serve(listener, key, runs_timers=True, on_ready=announce)

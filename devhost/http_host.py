@@ -264,7 +264,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = dict(response.headers)
         if response.mimetype and "content-type" not in {name.lower() for name in headers}:
-            headers["Content-Type"] = f"{response.mimetype}; charset={response.charset}"
+            # As the Python worker's converter writes it: a charset for text/* types only.
+            text = response.mimetype.startswith("text/")
+            headers["Content-Type"] = (
+                f"{response.mimetype}; charset={response.charset}" if text else response.mimetype
+            )
         self._reply(response.status_code, response.get_body() or b"", headers)
 
     def _announced_length(self) -> int:

@@ -1,6 +1,6 @@
 """Several worker processes, as one instance of the Functions host runs them.
 
-FUNCTIONS_WORKER_PROCESS_COUNT (1 to 10, default 1) is how many Python worker processes an
+FUNCTIONS_WORKER_PROCESS_COUNT (up to 10, default 1) is how many Python worker processes an
 instance of the Functions host starts; Azure runs many instances besides. The local host honours
 it the same way, so that nothing that works here relies on sharing one process: with more than
 one, this process starts that many workers (`python -m devhost.worker`), each of which loads
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -42,23 +43,26 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER_PROCESS_COUNT = "FUNCTIONS_WORKER_PROCESS_COUNT"
 MOST_WORKER_PROCESSES = 10  # the Functions host's own limit
 LISTEN_BACKLOG = 512  # Kestrel's default, as FunctionsHttpServer's
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")  # what .NET's int.Parse takes, within an int
 STOP_PATIENCE_S = 10.0  # how long a worker has to stop before it is killed
 
 log = logging.getLogger("devhost")
 
 
 def worker_process_count(environment: Mapping[str, str]) -> int:
-    """FUNCTIONS_WORKER_PROCESS_COUNT, 1 when unset; ValueError when not a whole number from 1
-    to 10."""
+    """FUNCTIONS_WORKER_PROCESS_COUNT, read as the Functions host reads it: unset, 1; a whole
+    number up to 10, that many, any below 1 counting as 1 (the host's `> 1 ? value : 1`);
+    ValueError for one above 10 or one that is not a whole number, which stop the host from
+    starting its workers (it logs an error and runs none)."""
     value = environment.get(WORKER_PROCESS_COUNT, "").strip()
     if not value:
         return 1
-    if not value.isdigit() or not 1 <= int(value) <= MOST_WORKER_PROCESSES:
+    if not _WHOLE_NUMBER.fullmatch(value) or int(value) > MOST_WORKER_PROCESSES:
         raise ValueError(
-            f"{WORKER_PROCESS_COUNT} must be a whole number from 1 to {MOST_WORKER_PROCESSES},"
-            f" not '{value}'"
+            f"{WORKER_PROCESS_COUNT} must be a whole number no greater than"
+            f" {MOST_WORKER_PROCESSES}, not '{value}'"
         )
-    return int(value)
+    return max(1, int(value))
 
 
 def listen(port: int) -> socket.socket:

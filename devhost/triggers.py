@@ -127,6 +127,11 @@ class TimerTrigger:
         self._wait = wait or self._stop.wait
         self._run_on_startup = run_on_startup
 
+    @property
+    def schedule(self) -> str:
+        """The NCRONTAB schedule, its %SETTING% resolved."""
+        return self._schedule
+
     def next_after(self, moment: datetime) -> datetime:
         return croniter(self._schedule, moment, second_at_beginning=True).get_next(datetime)
 

@@ -24,9 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from devhost.handoff import WorkerFeed
 from devhost.http_host import FunctionsHttpServer, http_functions
+from devhost.runtime import start_worker, uses_runtime
 from devhost.triggers import QueueTrigger, TimerTrigger, host_extensions, triggers_of
 from shared.logs import quiet_third_party_loggers
 
@@ -47,12 +49,9 @@ def serve(
     end: the parent died without stopping this worker). `on_ready` is called once requests are
     served. Queue messages come from `host_channel` if given; otherwise this worker polls.
     """
-    sys.path.insert(0, str(ROOT))
-    import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
-
     extensions = host_extensions()
     route_prefix = extensions.get("http", {}).get("routePrefix", "api")
-    functions = function_app.app.get_functions()  # the library allows one call per app
+    functions = declared_functions()
     server = FunctionsHttpServer(
         listener.getsockname()[:2], http_functions(functions, route_prefix), keys=[key],
         listener=listener,
@@ -92,6 +91,19 @@ def serve(
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     return 0
+
+
+def declared_functions() -> list[Any]:
+    """The app's functions, with what to call for each: through the runtime library where it is
+    installed (`devhost.runtime`, which indexes function_app.py itself), otherwise the app's own
+    declarations, called directly."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    if uses_runtime(os.environ):
+        return list(start_worker())
+    import function_app  # noqa: PLC0415 (it reads its settings when imported, so only now)
+
+    return list(function_app.app.get_functions())  # the library allows one call per app
 
 
 def _stop_when_closed(pipe: int, stop: Callable[[], None]) -> None:

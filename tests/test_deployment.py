@@ -150,12 +150,37 @@ def test_storage_admits_identities_only_and_roles_are_the_least_the_app_needs() 
     assert "principalType: 'ServicePrincipal'" in rbac and "'User'" not in rbac
 
 
-def test_the_app_runs_python_311_on_flex_consumption_as_its_identity() -> None:
+def test_the_app_runs_python_313_on_flex_consumption_as_its_identity() -> None:
     api = (INFRA / "app" / "api.bicep").read_text()
     assert re.search(r"name: 'FC1'\s+tier: 'FlexConsumption'", api)
-    assert re.search(r"runtime: \{\s+name: 'python'\s+version: '3.11'", api)
+    assert re.search(r"runtime: \{\s+name: 'python'\s+version: '3.13'", api)
     assert "type: 'UserAssigned'" in api
     assert "'azd-service-name': 'api'" in api  # how azd finds the app of azure.yaml's service
+
+
+def test_the_deployed_python_gets_the_runtime_library_and_azure_functions_2() -> None:
+    """From 3.13 on Azure runs the app through azure-functions-runtime, which the app pins: the
+    requirements must install it, and the azure-functions 2.x it goes with, on the Python the
+    Bicep deploys (and azure-functions 1.x, without the library, on 3.11)."""
+    from packaging.requirements import Requirement  # noqa: PLC0415
+
+    version = re.search(r"runtime: \{\s+name: 'python'\s+version: '([0-9.]+)'", (INFRA / "app" / "api.bicep").read_text())
+    assert version is not None
+
+    def installed(python: str) -> dict[str, str]:
+        pins = {}
+        for line in (ROOT / "requirements.txt").read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                requirement = Requirement(line)
+                if requirement.marker is None or requirement.marker.evaluate({"python_version": python}):
+                    pins[requirement.name] = str(requirement.specifier)
+        return pins
+
+    deployed = installed(version.group(1))
+    assert deployed["azure-functions-runtime"].startswith("==")
+    assert deployed["azure-functions"].startswith("==2.")
+    assert "azure-functions-runtime" not in installed("3.11")
+    assert installed("3.11")["azure-functions"].startswith("==1.")
 
 
 def test_azure_yaml_deploys_this_folder_as_a_python_function_app() -> None:

@@ -1,4 +1,6 @@
-// The Function App on a Flex Consumption plan, running Python 3.11 as the user-assigned identity.
+// The Function App on a Flex Consumption plan, running Python 3.13 as the user-assigned identity.
+// From 3.13 on, Azure runs the app through the runtime library requirements.txt pins
+// (azure-functions-runtime); Flex Consumption (FC1) lists python 3.13 among its runtimes.
 // Its app settings are the ones shared/settings.py marks for Azure (a test checks the two agree).
 param name string
 param planName string
@@ -98,7 +100,7 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
       }
       runtime: {
         name: 'python'
-        version: '3.11'
+        version: '3.13'
       }
     }
   }

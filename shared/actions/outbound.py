@@ -2,7 +2,8 @@
 
 A job's URL is a client's input, and this service runs inside someone's network with a managed
 identity: by default an action may not reach loopback, link-local (the instance metadata
-endpoint at 169.254.169.254 among them), private, shared or unspecified addresses. The check
+endpoint at 169.254.169.254 among them), private, shared, reserved or unspecified addresses (a
+table of the project's own, `special_addresses`, the same on every Python). The check
 happens where the socket is opened, on the very address connected to, so a name that resolves
 to a refused address (or resolves differently a moment later) and every redirect hop are
 covered. `SCHEDULER_OUTBOUND_ALLOWLIST` opens chosen hosts and CIDR ranges (local development,
@@ -27,11 +28,10 @@ from typing import NamedTuple
 import httpcore
 import httpx
 
+from shared.actions.special_addresses import Address, Network, not_public_kind
 from shared.domain.redaction import is_secret_header
 from shared.transport import CALLS_AT_ONCE
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -94,7 +94,7 @@ class OutboundPolicy:
     def _refused_kind(self, address: Address) -> str | None:
         if any(address in network for network in self.networks):
             return None
-        return _restricted_kind(address)
+        return not_public_kind(address)
 
 
 _HOW_TO_ALLOW = "(SCHEDULER_OUTBOUND_ALLOWLIST can allow it)"
@@ -133,22 +133,6 @@ def embedded_ipv4(address: Address) -> list[EmbeddedIPv4]:
         server, client = address.teredo
         found += [EmbeddedIPv4("Teredo server", server), EmbeddedIPv4("Teredo client", client)]
     return found
-
-
-def _restricted_kind(address: Address) -> str | None:
-    if address.is_unspecified:
-        return "unspecified"
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if address.is_multicast:
-        return "multicast"
-    if address.is_private:
-        return "private"
-    if not address.is_global:
-        return "reserved or shared"
-    return None
 
 
 class _GuardedBackend(httpcore.SyncBackend):

@@ -27,6 +27,7 @@ from shared.api.errors import (
     arm_error,
 )
 from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.services import Services
 from shared.storage.interface import Preconditions
 
@@ -34,6 +35,7 @@ SUPPORTED_API_VERSIONS = ("2016-03-01",)
 # What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send
 # application/json, and ARM took text/json as well. A body without a Content-Type is read as JSON.
 JSON_MEDIA_TYPES = frozenset({"application/json", "text/json"})
+MOST_NESTING = 512  # arrays and objects within one another in a request body (docs/behaviour.md)
 Body = TypeVar("Body", bound=BaseModel)
 log = logging.getLogger("scheduler.api")
 
@@ -46,6 +48,8 @@ class ApiRequest:
     query: Mapping[str, str]  # names folded to lower case: ARM reads `$Top` as `$top`
     headers: Mapping[str, str]
     body: bytes
+    # Properties the API does not know, found in what was read: answered as Warning headers.
+    ignored: list[IgnoredProperty] = field(default_factory=list)
 
     def json_body(self) -> Any:
         """The body as JSON, or InvalidRequest saying why it is not."""
@@ -55,18 +59,35 @@ class ApiRequest:
         if not self.body.strip():
             raise InvalidRequest.because("", "the request body is empty; a JSON object is required")
         try:
-            return json.loads(self.body)
+            parsed = json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as bad:
             raise InvalidRequest.because("", f"the request body is not valid JSON: {bad}") from None
         except RecursionError:
-            raise InvalidRequest.because("", "the request body is nested too deeply") from None
+            parsed = None  # deeper than the parser goes, so deeper than MOST_NESTING too
+        else:
+            if _nesting_within(parsed, MOST_NESTING):
+                return parsed
+        # A limit of our own: how deep the parser goes differs between Pythons (3.13 parses
+        # thousands of levels, 3.11 about a thousand), and the same body must get one answer.
+        raise InvalidRequest.because("", "the request body is nested too deeply")
 
     def parsed_body(self, model: type[Body]) -> Body:
         """The body read into a wire model, or InvalidRequest listing every problem."""
+        return self.read(model, self.json_body())
+
+    def read(self, model: type[Body], sent: Any, *at: str) -> Body:
+        """`sent` (JSON, found at `at` in the body) read into a wire model, or InvalidRequest
+        listing every problem; the properties it ignores are noted for the answer."""
         try:
-            return model.model_validate(self.json_body())
+            read = model.model_validate(sent)
         except ValidationError as invalid:
-            raise InvalidRequest(field_errors(invalid)) from None
+            raise InvalidRequest(field_errors(invalid, *at)) from None
+        self.note_ignored(model, sent, *at)
+        return read
+
+    def note_ignored(self, model: type[BaseModel], sent: Any, *at: str) -> None:
+        """Note the properties of `sent` that `model` does not know, for the answer's warnings."""
+        self.ignored.extend(ignored_properties(model, sent, *at))
 
     @property
     def preconditions(self) -> Preconditions:
@@ -100,6 +121,7 @@ def serve(
     """
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
+    arm_request = None
     try:
         arm_request = api_request(request)
         if versioned:
@@ -112,18 +134,41 @@ def serve(
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, error.envelope)
     headers = {"x-ms-request-id": request_id, **response.headers}
+    headers |= warning_headers(arm_request.ignored if arm_request else [], request_id)
     if response.body is None:
         answer = func.HttpResponse(status_code=response.status, headers=headers)
     else:
+        # The header itself, not mimetype and charset: the Python worker's converter writes a
+        # charset only for text/* types, and ARM answers `application/json; charset=utf-8`.
         answer = func.HttpResponse(
             json.dumps(response.body, separators=(",", ":")),
             status_code=response.status,
-            headers=headers,
-            mimetype="application/json",
-            charset="utf-8",
+            headers={**headers, "Content-Type": "application/json; charset=utf-8"},
         )
     log_access(request, response.status, started)
     return answer
+
+
+# The most warnings one answer carries: a body of a thousand unknown names gets a line saying so.
+MOST_WARNINGS = 20
+
+
+def warning_headers(ignored: list[IgnoredProperty], request_id: str) -> dict[str, str]:
+    """The Warning header (RFC 7234, code 299) naming each ignored property, each also logged."""
+    if not ignored:
+        return {}
+    texts = [each.warning() for each in ignored]
+    for text in texts:
+        log.warning("request %s: %s", request_id, text)
+    if len(texts) > MOST_WARNINGS:
+        texts = [*texts[:MOST_WARNINGS], f"and {len(texts) - MOST_WARNINGS} more were ignored"]
+    return {"Warning": ", ".join(f'299 - "{_quoted(text)}"' for text in texts)}
+
+
+def _quoted(text: str) -> str:
+    """Text fit for a header's quoted string: ASCII, no control characters, quotes escaped."""
+    printable = "".join(c if " " <= c < "\x7f" else "?" for c in text)
+    return printable.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def request_line(request: func.HttpRequest) -> str:
@@ -158,3 +203,16 @@ def _check_api_version(query: Mapping[str, str]) -> None:
         raise MissingApiVersion(SUPPORTED_API_VERSIONS)
     if version not in SUPPORTED_API_VERSIONS:
         raise InvalidApiVersion(version, SUPPORTED_API_VERSIONS)
+
+
+def _nesting_within(value: Any, most: int) -> bool:
+    """Whether `value` (parsed JSON) nests arrays and objects no more than `most` deep."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > most:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return True

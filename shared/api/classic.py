@@ -22,7 +22,14 @@ from xml.etree.ElementTree import Element
 import azure.functions as func
 
 from shared.api import classic_xml
-from shared.api.arm import ApiResponse, Operation, api_request, log_access, request_line
+from shared.api.arm import (
+    ApiResponse,
+    Operation,
+    api_request,
+    log_access,
+    request_line,
+    warning_headers,
+)
 from shared.api.errors import (
     ArmError,
     BadRequest,
@@ -71,7 +78,8 @@ def serve_classic(
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
-    answer = _http_response(request_id, response)
+    ignored = classic_request.ignored if classic_request else []
+    answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)
     return answer
 
@@ -114,8 +122,10 @@ def _is_management_version(version: str) -> bool:
     return _OLDEST_MANAGEMENT_VERSION <= dated <= _NEWEST_MANAGEMENT_VERSION
 
 
-def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
-    headers = {"x-ms-request-id": request_id, **response.headers}
+def _http_response(
+    request_id: str, response: ApiResponse, warnings: dict[str, str]
+) -> func.HttpResponse:
+    headers = {"x-ms-request-id": request_id, **response.headers, **warnings}
     body = response.body
     if body is None:
         return func.HttpResponse(status_code=response.status, headers=headers)
@@ -123,6 +133,10 @@ def _http_response(request_id: str, response: ApiResponse) -> func.HttpResponse:
         content, mimetype = classic_xml.serialized(body), "application/xml"
     else:
         content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
+    # The header itself, not mimetype and charset: the Python worker's converter writes a charset
+    # only for text/* types, and the classic API answers `application/xml; charset=utf-8`.
     return func.HttpResponse(
-        content, status_code=response.status, headers=headers, mimetype=mimetype, charset="utf-8"
+        content,
+        status_code=response.status,
+        headers={**headers, "Content-Type": f"{mimetype}; charset=utf-8"},
     )

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from shared.api import classic_xml
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.classic_jobs import (
+    StateChange,
     classic_history_entry,
     classic_job,
     job_fields,
@@ -32,7 +33,7 @@ from shared.api.query import equality_filter, page_bounds
 from shared.domain.collection import CollectionBody
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
-from shared.domain.job_definition import HistoryStatus, JobState
+from shared.domain.job_definition import HistoryStatus, JobProperties, JobState
 from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import merge_patch
@@ -194,6 +195,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     # A secret goes only where it came from (see job_operations.patch_job).
     staying = secrets_staying(definition, merge_patch(definition, patch))
     merged = job_properties(merge_patch(staying, patch))
+    request.note_ignored(JobProperties, patch)
     stored, _ = services.scheduling.save_definition(
         slot.current.id, merged, services.now(), slot=slot, state_reason=reason
     )
@@ -204,7 +206,9 @@ def switch_jobs(request: ApiRequest, services: Services) -> ApiResponse:
     """Enable or disable every job of a collection (the Java client's PATCH of `.../jobs`); the
     jobs as they now are. Completed and faulted jobs stay as they are."""
     collection = _collection_id(request)
-    change = state_change(request.json_body())
+    sent = request.json_body()
+    change = state_change(sent)
+    request.note_ignored(StateChange, sent)
     jobs = services.scheduling.switch_jobs(
         collection, change.state, services.now(), reason=change.state_details
     )
@@ -247,8 +251,10 @@ def get_operation_status(request: ApiRequest, services: Services) -> ApiResponse
 
 def _save_job(request: ApiRequest, services: Services, job: JobId) -> ApiResponse:
     fields, reason = job_fields(request.json_body())
+    properties = job_properties(fields)
+    request.note_ignored(JobProperties, fields)
     stored, created = services.scheduling.save_definition(
-        job, job_properties(fields), services.now(), state_reason=reason
+        job, properties, services.now(), state_reason=reason
     )
     return ApiResponse(201 if created else 200, _job(stored))
 

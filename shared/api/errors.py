@@ -4,9 +4,11 @@ place where the errors of the layers below become ARM errors."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
 from shared.domain.problems import InvalidRequest, Refused, RuleBroken
+from shared.domain.templates.deployment import TemplateError
 from shared.storage.errors import (
     EtagMismatch,
     ModifiedConcurrently,
@@ -161,11 +163,34 @@ class UnsupportedMediaType(ArmError):
         super().__init__(f"The request body must be JSON, not '{content_type[:60]}'.")
 
 
+class InvalidTemplate(ArmError):
+    """A template that cannot be applied; `additionalInfo` names the resource, the property and
+    the expression, as ARM's own InvalidTemplate names the template's line and path."""
+
+    status = 400
+    code = "InvalidTemplate"
+
+    def __init__(self, error: TemplateError) -> None:
+        super().__init__(error.message)
+        self.violation = {
+            "resource": error.resource,
+            "property": error.property,
+            "expression": error.expression,
+        }
+
+    @property
+    def envelope(self) -> dict[str, Any]:
+        info = {"type": "TemplateViolation", "info": self.violation}
+        return {"error": {"code": self.code, "message": self.message, "additionalInfo": [info]}}
+
+
 def arm_error(error: Exception) -> ArmError | None:
     """The ARM error a failure of any layer answers as; None for a fault of the service's own."""
     match error:
         case ArmError():
             return error
+        case TemplateError():
+            return InvalidTemplate(error)
         case InvalidRequest():
             return BadRequest(error.message)
         case Refused():

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
@@ -15,7 +13,7 @@ from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
-from shared.domain.problems import InvalidRequest, field_errors
+from shared.domain.problems import InvalidRequest
 from shared.domain.wire import iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
@@ -53,10 +51,8 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     if isinstance(merged_body.get("properties"), dict):  # a secret goes only where it came from
         staying = secrets_staying(definition, merged_body["properties"])
         merged_body = merge_patch({"properties": staying}, patch)
-    try:
-        merged = JobBody.model_validate(merged_body)
-    except ValidationError as invalid:
-        raise InvalidRequest(field_errors(invalid)) from None
+    # What is stored holds only known properties: whatever is ignored came with the patch.
+    merged = request.read(JobBody, merged_body)
     stored, created = services.scheduling.save_definition(
         current.id,
         merged.properties,

@@ -16,6 +16,8 @@ from pydantic.json_schema import models_json_schema
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
 from shared.api.routes import ROUTES, Route
+from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
+from shared.api.template_operations import ImportRequest
 from shared.domain.collection import CollectionBody, CollectionState
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
 from shared.domain.job_definition import FINAL_STATES, HistoryStatus, JobBody, JobState
@@ -108,7 +110,8 @@ def document() -> dict[str, Any]:
 
 def _schemas() -> dict[str, Any]:
     _, definitions = models_json_schema(
-        [(CollectionBody, "validation"), (JobBody, "validation")], ref_template=_REF
+        [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
+        ref_template=_REF,
     )
     # A member left out and one sent as null read the same (null removes one in a PATCH, as
     # JSON Merge Patch has it); an answer never holds null. So the document has no nulls: a
@@ -116,7 +119,7 @@ def _schemas() -> dict[str, Any]:
     schemas = {
         name: _rewritten(schema, _without_nulls) for name, schema in definitions["$defs"].items()
     }
-    schemas |= _sent_schemas(schemas)
+    schemas |= _sent_schemas(schemas) | TEMPLATE_SCHEMAS
     resource_list = {
         "type": "object",
         "required": ["value"],
@@ -217,7 +220,7 @@ def _operation(route: Route) -> dict[str, Any]:
         "responses": responses,
     }
     if route.body:
-        body: dict[str, Any] = _ref(_SENT[route.body])
+        body: dict[str, Any] = _ref(_SENT.get(route.body, route.body))
         if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
             body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {

@@ -10,14 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shared.api import classic_operations as classic
-from shared.api import collection_operations, job_operations
+from shared.api import collection_operations, job_operations, template_operations
 from shared.api.arm import Operation
 from shared.domain.ids import PROVIDER
 
 SUBSCRIPTION = "subscriptions/{subscriptionId}"
-COLLECTIONS = (
-    f"{SUBSCRIPTION}/resourceGroups/{{resourceGroupName}}/providers/{PROVIDER}/jobCollections"
+RESOURCE_GROUP_PROVIDER = (
+    f"{SUBSCRIPTION}/resourceGroups/{{resourceGroupName}}/providers/{PROVIDER}"
 )
+COLLECTIONS = f"{RESOURCE_GROUP_PROVIDER}/jobCollections"
 COLLECTION = f"{COLLECTIONS}/{{jobCollectionName}}"
 JOB = f"{COLLECTION}/jobs/{{jobName}}"
 
@@ -77,6 +78,14 @@ ROUTES = [
           answers={"200": "HistoryList"}, query=_PAGED),
     Route("next_occurrences", "GET", f"{JOB}/nextOccurrences", job_operations.next_occurrences,
           answers={"200": "Occurrences"}, query=("count",)),
+    # Extensions: templates in and out (docs/templates.md).
+    Route("import_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/importTemplate",
+          template_operations.import_template, body="ImportRequest",
+          answers={"200": "ImportReport"}),
+    Route("export_resource_group_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/exportTemplate",
+          template_operations.export_resource_group, answers={"200": "ExportedTemplate"}),
+    Route("export_collection_template", "POST", f"{COLLECTION}/exportTemplate",
+          template_operations.export_collection, answers={"200": "ExportedTemplate"}),
 ]  # fmt: skip
 
 

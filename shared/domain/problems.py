@@ -98,9 +98,7 @@ def _problem(detail: Any) -> str:
     kind, context, value = detail["type"], detail.get("ctx", {}), detail.get("input")
     secret = is_secret_field(detail["loc"])
     described = secret or kind in _CONTAINER_KINDS or isinstance(value, dict | list | tuple)
-    sent = _json_type(value) if described else _shown(value)
-    if kind == "extra_forbidden":
-        return "is not a known property"
+    sent = json_type(value) if described else _shown(value)
     if kind == "missing":
         return "is required"
     if kind in {"greater_than_equal", "greater_than"}:
@@ -122,7 +120,7 @@ def _problem(detail: Any) -> str:
     message = str(detail["msg"]).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     if secret and _quotes(message, value):
-        return f"is not valid ({_json_type(value)} sent)"
+        return f"is not valid ({json_type(value)} sent)"
     return message
 
 
@@ -135,7 +133,7 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
     """The JSON type of a sent value, in words: `an array`, `a string`, `null`."""
     if value is None:
         return "null"

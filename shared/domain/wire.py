@@ -5,7 +5,9 @@ ARM matches property names without regard to case (the published 2016-03-01 desc
 values in any case (the docs' own examples say "week" and "http"), and answers in camelCase. Each
 enum answers in the spelling the real service used in its recorded responses (docs/behaviour.md
 #spellings): some camelCase (`enabled`, `week`, `netMessaging`), some PascalCase (`Standard`,
-`Http`). Unknown properties are refused so that a typo is never silently dropped.
+`Http`). A property the API does not know is ignored, as ARM resource providers ignore them
+(templates written for the real service carry some), but never silently: `ignored_properties`
+names each one, with where a known property of that name belongs, for the API to warn about.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from __future__ import annotations
 import enum
 import functools
 import re
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from dateutil.parser import isoparse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
@@ -41,7 +46,7 @@ class WireModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        extra="forbid",
+        extra="ignore",
         frozen=True,
     )
 
@@ -64,6 +69,120 @@ def _aliases_by_folded_name(model: type[BaseModel]) -> dict[str, str]:
         (field.alias or name).casefold(): field.alias or name
         for name, field in model.model_fields.items()
     }
+
+
+@dataclass(frozen=True)
+class IgnoredProperty:
+    """A property that was sent but that the API does not know there, by its JSON path; if a
+    property of that name is known elsewhere in the body, `belongs_in` is that place."""
+
+    path: str
+    belongs_in: str | None = None
+
+    def warning(self) -> str:
+        """`properties.action.request.retryPolicy was ignored; it belongs in properties.action`."""
+        if self.belongs_in is None:
+            return f"{self.path} was ignored"
+        return f"{self.path} was ignored; it belongs in {self.belongs_in or 'the top level'}"
+
+
+def ignored_properties(model: type[BaseModel], sent: Any, *at: str) -> list[IgnoredProperty]:
+    """Every property of `sent` (JSON) that `model` does not know, and so ignores; `at` is where
+    `sent` sits in the request body (`"properties"` for a job's properties)."""
+    places = _known_places(model)
+    found = []
+    for path, name in _unknown_names(model, sent, tuple(at)):
+        parent = tuple(part for part in path[:-1] if isinstance(part, str))
+        known_in = [(*at, *place) for place in places.get(name.casefold(), ())]
+        known_in = [place for place in known_in if place != parent]
+        belongs = max(
+            known_in, key=lambda place: (_shared_prefix(place, parent), -len(place)), default=None
+        )
+        found.append(IgnoredProperty(_path(path), None if belongs is None else _path(belongs)))
+    return found
+
+
+def _unknown_names(
+    model: type[BaseModel], sent: Any, at: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    if not isinstance(sent, dict):
+        return
+    known = _aliases_by_folded_name(model)
+    for name, value in sent.items():
+        alias = known.get(str(name).casefold())
+        if alias is None:
+            yield (*at, str(name)), str(name)
+            continue
+        field = next(f for n, f in model.model_fields.items() if (f.alias or n) == alias)
+        yield from _unknown_within(field.annotation, value, (*at, alias))
+
+
+def _unknown_within(
+    annotation: Any, value: Any, at: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        yield from _unknown_within(get_args(annotation)[0], value, at)
+    elif origin in (Union, types.UnionType):
+        for option in get_args(annotation):
+            yield from _unknown_within(option, value, at)
+    elif origin in (list, tuple) and isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _unknown_within(get_args(annotation)[0], item, (*at, index))
+    elif origin is dict and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _unknown_within(get_args(annotation)[1], item, (*at, str(key)))
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield from _unknown_names(annotation, value, at)
+
+
+_DEEPEST_MODEL = 8
+
+
+@functools.cache
+def _known_places(model: type[BaseModel]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Each property name known anywhere in `model`'s tree (folded), with the paths of the
+    objects that know it (list items and map values left out of the path)."""
+    places: dict[str, list[tuple[str, ...]]] = {}
+
+    def visit(current: type[BaseModel], at: tuple[str, ...]) -> None:
+        if len(at) > _DEEPEST_MODEL:  # a guard against models that hold themselves
+            return
+        for name, field in current.model_fields.items():
+            alias = field.alias or name
+            places.setdefault(alias.casefold(), []).append(at)
+            for inner in _models_in(field.annotation):
+                visit(inner, (*at, alias))
+
+    visit(model, ())
+    return {name: tuple(paths) for name, paths in places.items()}
+
+
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        return
+    args = get_args(annotation)
+    if get_origin(annotation) is Annotated:
+        args = args[:1]
+    for arg in args:
+        yield from _models_in(arg)
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else part)
+    return path
+
+
+def _shared_prefix(one: tuple[str, ...], other: tuple[str, ...]) -> int:
+    shared = 0
+    for mine, theirs in zip(one, other, strict=False):
+        if mine != theirs:
+            break
+        shared += 1
+    return shared
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -158,3 +158,35 @@ def test_a_host_name_the_resolver_cannot_encode_fails_the_attempt_with_a_message
     assert not succeeded
     assert message.startswith(f"Http Action - Request to host '{host}' failed: cannot resolve {host}")
     assert connections == []
+
+
+# --- one judgement on every Python ------------------------------------------------------------
+
+# Addresses on which the versions of `ipaddress` disagree (3.13 counts 6to4 and local-use NAT64 as
+# private, 3.11 calls 3fff::/20 and the retired site-local range global), and the guard's own
+# answer for each, on every Python: the kind of address refused, or None for allowed.
+JUDGED = [
+    ("6to4-carrying-a-public-address", "2002:808:808::1", None),
+    ("local-use-nat64-carrying-a-public-address", "64:ff9b:1::808:808", None),
+    ("ipv6-documentation-3fff", "3fff::1", "reserved"),
+    ("site-local", "fec0::1", "private"),
+    ("segment-routing", "5f00::1", "reserved"),
+    ("ietf-assignment", "192.0.0.8", "reserved"),
+    ("pcp-anycast-is-public", "192.0.0.9", None),
+    ("orchid-v2-is-public", "2001:20::1", None),
+    ("teredo", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"),
+    ("shared", "100.64.0.1", "shared"),
+    ("limited-broadcast", "255.255.255.255", "reserved"),
+    ("this-network", "0.1.2.3", "reserved"),
+    ("multicast-v6", "ff02::1", "multicast"),
+    ("public-v4", "8.8.8.8", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("address", "kind"), [case[1:] for case in JUDGED], ids=[case[0] for case in JUDGED])
+def test_the_guard_judges_an_address_by_its_own_table_whatever_the_python(address: str, kind: str | None) -> None:
+    refusal = OutboundPolicy().refusal("target.example", ipaddress.ip_address(address))
+    if kind is None:
+        assert refusal is None
+    else:
+        assert refusal is not None and f", a {kind} address," in refusal

@@ -306,7 +306,6 @@ INVALID = [
     ({"recurrence": {"frequency": "Hour", "interval": 1001}},
      "properties.recurrence.interval: 1001 is too long for frequency hour"),
     ({"startTime": "2099-01-01T00:00:00Z"}, "properties.startTime: 2099-01-01T00:00:00+00:00 is more than 18 months away"),
-    ({"recurence": {"frequency": "Hour"}}, "properties.recurence: is not a known property"),
     ({"action": {"type": "Http", "request": {"uri": "http://x.org/", "method": "GET", "headers": {"str": 5}}}},
      "properties.action.request.headers.str: must be a string, not 5"),
     ({"state": "Completed"}, "properties.state: only enabled or disabled can be set; completed is set by the service"),

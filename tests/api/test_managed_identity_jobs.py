@@ -89,7 +89,6 @@ REFUSED = [
     ("a-secret-along", identity(secret="s3cr3t-value"),
      f"{AUTHENTICATION}.secret: does not go with ManagedServiceIdentity authentication, which takes only audience and clientId"),
     ("a-tenant-along", identity(tenant="contoso.onmicrosoft.com"), f"{AUTHENTICATION}.tenant: does not go with"),
-    ("an-unknown-field", identity(resource=ARM), f"{AUTHENTICATION}.resource: is not a known property"),
     # Tokens that would read the app's own storage, where every job's secrets are.
     ("storage-audience", identity(audience="https://storage.azure.com/"),
      f"{AUTHENTICATION}.audience: is a storage audience: its token would reach the storage the app's identity may read"),

@@ -86,7 +86,27 @@ def test_the_thread_count_is_the_workers_default_or_the_setting() -> None:
     assert sync_thread_count({"PYTHON_THREADPOOL_THREAD_COUNT": "32"}) == 32
 
 
-@pytest.mark.parametrize("value", ["0", "33", "-1", "four", "2.5"])
-def test_a_thread_count_out_of_range_is_refused_with_its_name(value: str) -> None:
-    with pytest.raises(ValueError, match=f"PYTHON_THREADPOOL_THREAD_COUNT .* not '{value}'"):
-        sync_thread_count({"PYTHON_THREADPOOL_THREAD_COUNT": value})
+def test_a_thread_count_above_32_is_taken_as_the_worker_takes_it() -> None:
+    assert sync_thread_count({"PYTHON_THREADPOOL_THREAD_COUNT": "33"}) == 33
+    assert sync_thread_count({"PYTHON_THREADPOOL_THREAD_COUNT": "200"}) == 200
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "four", "2.5", ""])
+def test_an_invalid_thread_count_is_logged_and_the_default_used(value: str, caplog: pytest.LogCaptureFixture) -> None:
+    assert sync_thread_count({"PYTHON_THREADPOOL_THREAD_COUNT": value}) == min(32, (os.cpu_count() or 1) + 4)
+    assert "PYTHON_THREADPOOL_THREAD_COUNT must be" in caplog.text
+
+
+@pytest.mark.parametrize("value", [None, "1", " 8 ", "33", "200", "0", "-1", "four", "2.5", ""])
+def test_the_thread_count_is_read_as_the_runtime_library_reads_it(value: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Conformance: where azure-functions-runtime is installed (Python 3.13+), its own reading of
+    the setting gives the same pool size (None is its ThreadPoolExecutor's default)."""
+    threadpool = pytest.importorskip("azure_functions_runtime.utils.threadpool")
+    if value is None:
+        monkeypatch.delenv("PYTHON_THREADPOOL_THREAD_COUNT", raising=False)
+    else:
+        monkeypatch.setenv("PYTHON_THREADPOOL_THREAD_COUNT", value)
+    theirs = threadpool._get_max_workers()
+    default = min(32, (os.cpu_count() or 1) + 4)
+    ours = sync_thread_count({} if value is None else {"PYTHON_THREADPOOL_THREAD_COUNT": value})
+    assert ours == (default if theirs is None else theirs)

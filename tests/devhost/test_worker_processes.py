@@ -93,16 +93,19 @@ def two_workers(own_storage: str, tmp_path: Path) -> Iterator[Host]:
 @pytest.mark.parametrize(
     ("value", "count"),
     [pytest.param(None, 1, id="unset_means_one"), pytest.param("1", 1, id="one"),
-     pytest.param(" 4 ", 4, id="four"), pytest.param("10", 10, id="ten_the_most")],
+     pytest.param(" 4 ", 4, id="four"), pytest.param("10", 10, id="ten_the_most"),
+     # The host takes `value > 1 ? value : 1`: zero and below count as one.
+     pytest.param("0", 1, id="zero_counts_as_one"), pytest.param("-3", 1, id="negative_counts_as_one"),
+     pytest.param("+2", 2, id="signed")],
 )
 def test_the_worker_process_count_is_read_as_the_functions_host_reads_it(value: str | None, count: int) -> None:
     environment = {} if value is None else {"FUNCTIONS_WORKER_PROCESS_COUNT": value}
     assert worker_process_count(environment) == count
 
 
-@pytest.mark.parametrize("value", ["0", "11", "two", "-1", "1.5"])
-def test_a_worker_process_count_out_of_range_is_refused_naming_the_setting(value: str) -> None:
-    with pytest.raises(ValueError, match="FUNCTIONS_WORKER_PROCESS_COUNT must be a whole number from 1 to 10"):
+@pytest.mark.parametrize("value", ["11", "two", "1.5", "1_0"])
+def test_a_worker_process_count_the_host_cannot_start_is_refused_naming_the_setting(value: str) -> None:
+    with pytest.raises(ValueError, match="FUNCTIONS_WORKER_PROCESS_COUNT must be a whole number no greater than 10"):
         worker_process_count({"FUNCTIONS_WORKER_PROCESS_COUNT": value})
 
 

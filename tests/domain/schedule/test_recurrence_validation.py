@@ -71,8 +71,6 @@ INVALID = [
      "recurrence.endTime: '9999-12-31T23:00:00-05:00' is outside the years 1 to 9999 in UTC"),
     ({"frequency": "day", "timeZone": "Mars/Olympus_Mons"},
      "recurrence.timeZone: 'Mars/Olympus_Mons' is not a known time zone; use an IANA name"),
-    ({"frequency": "day", "intervall": 2}, "recurrence.intervall: is not a known property"),
-    ({"frequency": "day", "schedule": {"minute": [5]}}, "recurrence.schedule.minute: is not a known property"),
     ({"frequency": "day", "schedule": {"minutes": "5"}}, 'recurrence.schedule.minutes: must be a list, not a string'),
     ("daily", 'recurrence: must be an object, not a string'),
 ]

@@ -1,0 +1,135 @@
+"""Templates in and out (docs/templates.md): a deployment template's Microsoft.Scheduler
+resources applied to a resource group, and collections written back as a template."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import WithJsonSchema
+
+from shared.api.arm import ApiRequest, ApiResponse
+from shared.api.collection_operations import collection_id
+from shared.api.errors import arm_error
+from shared.domain.ids import valid_resource_group, valid_subscription
+from shared.domain.templates.deployment import Deployment, ImportMode, plan
+from shared.domain.templates.export import ExportedCollection, exported_template
+from shared.domain.wire import IgnoredProperty, WireModel
+from shared.execution.template_import import TemplateImport
+from shared.services import Services
+from shared.storage.interface import StoredCollection
+
+# What the OpenAPI document says of a template and its parameters: the shape the import reads
+# (shared/domain/templates/deployment.py checks it, with messages in the template's terms).
+_RESOURCE_SCHEMA = {
+    "type": "object",
+    "required": ["type", "name"],
+    "properties": {"type": {"type": "string"}, "name": {"type": "string", "minLength": 1}},
+}
+_TEMPLATE_SCHEMA = {
+    "type": "object",
+    "required": ["resources"],
+    "properties": {
+        "parameters": {"type": "object"},
+        "variables": {"type": "object"},
+        "resources": {"type": "array", "items": _RESOURCE_SCHEMA},
+    },
+}
+_PARAMETERS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {"type": "object", "required": ["value"]},
+}
+
+
+class ImportRequest(WireModel):
+    """What an import takes: the template (JSON, as `az bicep build` or the portal's export
+    writes it) and what it needs that only the caller knows."""
+
+    template: Annotated[dict[str, Any], WithJsonSchema(_TEMPLATE_SCHEMA)]
+    # ARM's {"name": {"value": ...}}, or a whole parameters file
+    parameters: Annotated[dict[str, Any] | None, WithJsonSchema(_PARAMETERS_SCHEMA)] = None
+    mode: ImportMode = ImportMode.INCREMENTAL
+    what_if: bool = False
+    location: str | None = None  # what resourceGroup().location gives
+    expression_values: dict[str, Any] | None = None
+    property_values: dict[str, dict[str, Any]] | None = None
+
+
+# The OpenAPI document's schemas of the answers (the request's comes from ImportRequest).
+SCHEMAS: dict[str, Any] = {
+    "ImportReport": {
+        "type": "object",
+        "required": ["status", "mode", "whatIf", "summary", "resources"],
+        "properties": {
+            "status": {"type": "string", "enum": ["Succeeded", "Failed"]},
+            "mode": {"type": "string"},
+            "whatIf": {"type": "boolean"},
+            "summary": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "resources": {"type": "array", "items": {"type": "object"}},
+        },
+    },
+    "ExportedTemplate": {
+        "type": "object",
+        "required": ["template"],
+        "properties": {"template": {"type": "object"}},
+    },
+}
+
+
+def import_template(request: ApiRequest, services: Services) -> ApiResponse:
+    """Apply a template's job collections and jobs to the resource group, in dependency order;
+    one outcome per resource. A failure half way answers the error and what was applied."""
+    subscription = valid_subscription(request.route["subscriptionId"])
+    group = valid_resource_group(request.route["resourceGroupName"])
+    sent = request.parsed_body(ImportRequest)
+    location = sent.location or _location_of(services.store.collections(subscription, group))
+    deployment = Deployment(
+        subscription, group, location,
+        parameters=sent.parameters or {},
+        expression_values=sent.expression_values or {},
+        property_values=sent.property_values or {},
+    )  # fmt: skip
+    report = TemplateImport(services.store, services.scheduling).apply(
+        plan(sent.template, deployment), subscription, group, services.now(),
+        mode=sent.mode, what_if=sent.what_if,
+    )  # fmt: skip
+    for outcome in report.resources:
+        request.ignored.extend(
+            IgnoredProperty(f"{outcome.name}: {each.path}", each.belongs_in)
+            for each in outcome.ignored
+        )
+    if report.failure is None:
+        return ApiResponse(200, report.to_wire())
+    error = arm_error(report.failure)
+    if error is None:  # pragma: no cover (apply reports only the failures it knows)
+        raise report.failure
+    return ApiResponse(error.status, error.envelope | report.to_wire())
+
+
+def export_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
+    """Every collection of the resource group, with its jobs, as one template."""
+    subscription = valid_subscription(request.route["subscriptionId"])
+    group = valid_resource_group(request.route["resourceGroupName"])
+    return _exported(services, services.store.collections(subscription, group))
+
+
+def export_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    """One collection with its jobs as a template."""
+    return _exported(services, [services.store.existing_collection(collection_id(request))])
+
+
+def _exported(services: Services, collections: list[StoredCollection]) -> ApiResponse:
+    exported = [
+        ExportedCollection(
+            stored.id.name,
+            stored.document,
+            [(job.id.name, job.document) for job in services.store.jobs(stored.id)],
+        )
+        for stored in collections
+    ]
+    # As ARM's own export answers: the template under `template`.
+    return ApiResponse(200, {"template": exported_template(exported)})
+
+
+def _location_of(collections: list[StoredCollection]) -> str | None:
+    """The resource group's location, as far as this service knows one: its collections'."""
+    return next((c.document.location for c in collections if c.document.location), None)

@@ -1,0 +1,237 @@
+"""ARM template expressions: `[concat('http://', parameters('site'))]`, parsed by a grammar
+(lark) into a small tree and evaluated against a scope (parameters, variables, the deployment's
+resource group and subscription, the copy loop's index, and values the caller supplies for what
+only Azure knows).
+
+A string is an expression when it starts with `[` and ends with `]`; `[[` at the start escapes
+a literal `[`. Function names match in any case, as in ARM.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lark import Lark, Token, Transformer, UnexpectedInput, v_args
+
+from shared.domain.problems import json_type as kind
+
+_GRAMMAR = r"""
+?start: expr
+?expr: primary
+     | expr "." NAME           -> member
+     | expr "[" expr "]"       -> index
+?primary: NAME "(" [expr ("," expr)*] ")"  -> call
+        | STRING                            -> string
+        | NUMBER                            -> number
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+STRING: /'(?:[^']|'')*'/
+NUMBER: /-?\d+(\.\d+)?/
+%ignore /[ \t\r\n]+/
+"""
+
+
+class ExpressionError(Exception):
+    """An expression that cannot be evaluated; the message says why, in the template's terms."""
+
+
+# The tree of an expression: a literal, a function call, `.name` of a value, `[index]` of one.
+@dataclass(frozen=True)
+class Literal:
+    value: Any
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    arguments: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Member:
+    target: Node
+    name: str
+
+
+@dataclass(frozen=True)
+class Index:
+    target: Node
+    position: Node
+
+
+Node = Literal | Call | Member | Index
+
+
+def source(node: Node) -> str:
+    """An expression in one canonical spelling: how a supplied value names the call it answers."""
+    match node:
+        case Literal(value=str() as text):
+            return "'" + text.replace("'", "''") + "'"
+        case Literal(value=value):
+            return str(value)
+        case Call(name=name, arguments=arguments):
+            return f"{name}({', '.join(source(argument) for argument in arguments)})"
+        case Member(target=target, name=name):
+            return f"{source(target)}.{name}"
+        case Index(target=target, position=position):
+            return f"{source(target)}[{source(position)}]"
+    raise AssertionError(node)  # pragma: no cover (every node matched)
+
+
+@v_args(inline=True)
+class _ToTree(Transformer[Token, Node]):
+    def call(self, name: Token, *arguments: Node | None) -> Call:
+        return Call(str(name), tuple(argument for argument in arguments if argument is not None))
+
+    def string(self, text: Token) -> Literal:
+        return Literal(str(text)[1:-1].replace("''", "'"))
+
+    def number(self, text: Token) -> Literal:
+        return Literal(float(text) if "." in text else int(text))
+
+    def member(self, target: Node, name: Token) -> Member:
+        return Member(target, str(name))
+
+    def index(self, target: Node, position: Node) -> Index:
+        return Index(target, position)
+
+
+_PARSER = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def parse(text: str) -> Node:
+    """An expression's text (without its brackets) as a tree, or ExpressionError saying where
+    it stops making sense."""
+    try:
+        return _ToTree().transform(_PARSER.parse(text))
+    except UnexpectedInput as unexpected:
+        column = getattr(unexpected, "column", "?")
+        raise ExpressionError(f"is not a valid expression (at character {column})") from None
+
+
+def is_expression(value: Any) -> bool:
+    """Whether a template string is an expression: `[...]`, but not `[[...` (an escaped `[`)."""
+    return (
+        isinstance(value, str)
+        and value.startswith("[")
+        and value.endswith("]")
+        and not value.startswith("[[")
+    )
+
+
+def unescaped(value: str) -> str:
+    """A literal template string as ARM reads it: `[[...]` is the text `[...]`."""
+    return value[1:] if value.startswith("[[") and value.endswith("]") else value
+
+
+def escaped(value: str) -> str:
+    """Text written into a template so that it reads back as itself, not as an expression."""
+    return "[" + value if value.startswith("[") and value.endswith("]") else value
+
+
+Function = Callable[["Scope", Sequence[Any]], Any]
+# The longest string or array an expression may make: a template that doubles a value in each
+# of fifty variables must not exhaust the memory of the service.
+LARGEST_VALUE = 1_000_000
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an expression may read. `supplied` maps the canonical spelling of a call that only
+    Azure could answer (`reference(...)`, `listKeys(...)`) to the value the caller gives for it."""
+
+    functions: Mapping[str, Function]
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    resource_group: Mapping[str, Any] = field(default_factory=dict)
+    subscription: Mapping[str, Any] = field(default_factory=dict)
+    deployment: Mapping[str, Any] = field(default_factory=dict)
+    copy_indexes: Mapping[str, int] = field(default_factory=dict)
+    supplied: Mapping[str, Any] = field(default_factory=dict)
+    # Functions whose answer only Azure has: supplied by the caller, or an error.
+    azure_only: frozenset[str] = frozenset()
+
+    def evaluate(self, node: Node) -> Any:
+        match node:
+            case Literal(value=value):
+                return value
+            case Member(target=target, name=name):
+                return _member(self.evaluate(target), name)
+            case Index(target=target, position=position):
+                return _item(self.evaluate(target), self.evaluate(position))
+            case Call(name=name, arguments=arguments):
+                return self._call(node, name, arguments)
+        raise ExpressionError("is not an expression")  # pragma: no cover (every node matched)
+
+    def _call(self, node: Call, name: str, arguments: tuple[Node, ...]) -> Any:
+        folded = name.casefold()
+        if folded in self.azure_only:
+            return self._supplied(node)
+        if folded == "if":  # only the branch taken is evaluated, as in ARM
+            if len(arguments) != 3:
+                raise ExpressionError("if() takes a condition and two values")
+            condition = self.evaluate(arguments[0])
+            if not isinstance(condition, bool):
+                raise ExpressionError(f"if() needs a boolean condition, not {kind(condition)}")
+            return self.evaluate(arguments[1] if condition else arguments[2])
+        function = self.functions.get(folded)
+        if function is None:
+            raise ExpressionError(f"uses the function '{name}', which is not supported here")
+        made = function(self, [self.evaluate(argument) for argument in arguments])
+        if isinstance(made, str | list | dict) and len(made) > LARGEST_VALUE:
+            raise ExpressionError(f"makes a value of more than {LARGEST_VALUE} characters or items")
+        return made
+
+    def _supplied(self, node: Call) -> Any:
+        wanted = canonical(node)
+        for spelled, value in self.supplied.items():
+            try:
+                matches = canonical(spelled) == wanted
+            except ExpressionError:
+                raise ExpressionError(
+                    f"needs the value given for {spelled[:200]!r}, which is not an expression"
+                ) from None
+            if matches:
+                return value
+        raise NeedsAzure(source(node))
+
+
+class NeedsAzure(ExpressionError):
+    """A call only Azure can answer (`reference()`, `listKeys()`), for which no value was given."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(
+            f'needs Azure to answer {call}: give its value in expressionValues under "{call}", '
+            "or the property's value in propertyValues"
+        )
+        self.call = call
+
+
+def canonical(call: str | Node) -> str:
+    """A call's canonical spelling, whatever its spacing and quotes: how supplied values match."""
+    node = (
+        parse(call.strip().removeprefix("[").removesuffix("]")) if isinstance(call, str) else call
+    )
+    return source(node).casefold()
+
+
+def _member(value: Any, name: str) -> Any:
+    if isinstance(value, Mapping):
+        for key, found in value.items():
+            if str(key).casefold() == name.casefold():
+                return found
+        raise ExpressionError(f"reads '{name}', which the object does not have")
+    raise ExpressionError(f"reads '{name}' of {kind(value)}, which has no properties")
+
+
+def _item(value: Any, position: Any) -> Any:
+    if isinstance(value, list) and isinstance(position, int) and not isinstance(position, bool):
+        if 0 <= position < len(value):
+            return value[position]
+        raise ExpressionError(f"reads item {position} of an array of {len(value)}")
+    if isinstance(value, Mapping) and isinstance(position, str):
+        return _member(value, position)
+    raise ExpressionError(f"reads [{position!r}] of {kind(value)}")

@@ -1,0 +1,236 @@
+"""Applying a template's plan (shared/domain/templates/deployment.py) to this service: each
+Microsoft.Scheduler resource through the same save path as its PUT, in dependency order.
+
+Incremental mode creates or updates what the template names and leaves the rest; complete mode
+then deletes the jobs of the imported collections that the template does not name; what-if
+checks every resource as a save would and changes nothing. Each resource gets one outcome. A
+failure stops the import where it is, as an ARM deployment stops: what was applied before it
+stays applied (and is reported so), and running the import again converges.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.domain.collection import CollectionBody, SkuName
+from shared.domain.collection_document import CollectionDocument
+from shared.domain.ids import JOB_TYPE, CollectionId, JobId
+from shared.domain.job_definition import JobBody, JobProperties
+from shared.domain.job_document import keeping_stored_secrets, stored_definition
+from shared.domain.job_rules import definition_problems
+from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
+from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
+from shared.domain.wire import IgnoredProperty, ignored_properties
+from shared.execution.scheduling import Scheduling
+from shared.storage.errors import StorageError
+from shared.storage.interface import Preconditions, Store
+
+
+class Outcome(enum.StrEnum):
+    """What happened to one resource (or, in what-if, what would)."""
+
+    CREATED = "Created"
+    UPDATED = "Updated"
+    UNCHANGED = "Unchanged"
+    DELETED = "Deleted"
+    SKIPPED = "Skipped"
+    FAILED = "Failed"
+    NOT_APPLIED = "NotApplied"  # after a failure: the import stopped before it
+
+
+@dataclass
+class ResourceOutcome:
+    type: str
+    name: str
+    outcome: Outcome
+    id: str | None = None
+    reason: str | None = None
+    ignored: list[IgnoredProperty] = field(default_factory=list)  # of its body
+
+    def to_wire(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"type": self.type, "name": self.name}
+        if self.id:
+            shown["id"] = self.id
+        shown["outcome"] = self.outcome.value
+        if self.reason:
+            shown["reason"] = self.reason
+        if self.ignored:
+            shown["warnings"] = [each.warning() for each in self.ignored]
+        return shown
+
+
+@dataclass
+class ImportReport:
+    mode: ImportMode
+    what_if: bool
+    resources: list[ResourceOutcome] = field(default_factory=list)
+    failure: Exception | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.failure is None
+
+    def to_wire(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for each in self.resources:
+            counts[each.outcome.value] = counts.get(each.outcome.value, 0) + 1
+        return {
+            "status": "Succeeded" if self.succeeded else "Failed",
+            "mode": self.mode.value,
+            "whatIf": self.what_if,
+            "summary": counts,
+            "resources": [each.to_wire() for each in self.resources],
+        }
+
+
+@dataclass
+class _Run:
+    """One import's where and when, and the SKU each planned collection will have (what-if
+    checks jobs against it before the collection exists)."""
+
+    subscription: str
+    resource_group: str
+    now: datetime
+    what_if: bool
+    planned_skus: dict[str, SkuName] = field(default_factory=dict)
+
+
+class TemplateImport:
+    """One import of a plan into one resource group."""
+
+    def __init__(self, store: Store, scheduling: Scheduling) -> None:
+        self._store, self._scheduling = store, scheduling
+
+    def apply(
+        self,
+        plan: Plan,
+        subscription: str,
+        resource_group: str,
+        now: datetime,
+        *,
+        mode: ImportMode = ImportMode.INCREMENTAL,
+        what_if: bool = False,
+    ) -> ImportReport:
+        report = ImportReport(mode, what_if)
+        report.resources += [
+            ResourceOutcome(s.type, s.name, Outcome.SKIPPED, reason=s.reason) for s in plan.skipped
+        ]
+        run = _Run(subscription, resource_group, now, what_if)
+        for position, resource in enumerate(plan.resources):
+            outcome = ResourceOutcome(resource.type, resource.name, Outcome.NOT_APPLIED)
+            report.resources.append(outcome)
+            try:
+                if resource.is_job:
+                    self._job(run, resource, outcome)
+                else:
+                    self._collection(run, resource, outcome)
+            except (RuleBroken, StorageError) as failed:
+                outcome.outcome, outcome.reason = Outcome.FAILED, _said(failed)
+                report.failure = failed
+                report.resources += [
+                    ResourceOutcome(rest.type, rest.name, Outcome.NOT_APPLIED)
+                    for rest in plan.resources[position + 1 :]
+                ]
+                return report
+        if mode is ImportMode.COMPLETE:
+            self._delete_unnamed(plan, subscription, resource_group, report, what_if)
+        return report
+
+    def _collection(self, run: _Run, resource: PlannedResource, outcome: ResourceOutcome) -> None:
+        collection = CollectionId.of(run.subscription, run.resource_group, resource.name)
+        outcome.id = collection.arm_id
+        body = _read(CollectionBody, resource.body, outcome)
+        if body.location is None:
+            raise InvalidRequest.because("location", "is required")
+        document = CollectionDocument.created(body)
+        run.planned_skus[resource.name.casefold()] = document.sku
+        previous = self._store.collection(collection)
+        if previous is not None and previous.document == document:
+            outcome.outcome = Outcome.UNCHANGED
+            return
+        outcome.outcome = Outcome.CREATED if previous is None else Outcome.UPDATED
+        if not run.what_if:
+            self._scheduling.save_collection(
+                collection, document, run.now, preconditions=Preconditions(), previous=previous
+            )
+
+    def _job(self, run: _Run, resource: PlannedResource, outcome: ResourceOutcome) -> None:
+        names = resource.name.split("/")
+        if len(names) != 2:
+            raise InvalidRequest.because(
+                "name", f"'{resource.name}' must be a collection's name and a job's: 'jc/job'"
+            )
+        collection = CollectionId.of(run.subscription, run.resource_group, names[0])
+        job = JobId.of(collection, names[1])
+        outcome.id = job.arm_id
+        properties = _read(JobBody, resource.body, outcome).properties
+        current = self._store.job_slot(job).current
+        if current is not None and _unchanged(properties, current.document.definition,
+                                               current.document.state.value):  # fmt: skip
+            outcome.outcome = Outcome.UNCHANGED
+            return
+        outcome.outcome = Outcome.CREATED if current is None else Outcome.UPDATED
+        if run.what_if:
+            sku = run.planned_skus.get(names[0].casefold()) or _sku_of(self._store, collection)
+            problems = definition_problems(properties, sku=sku, now=run.now)
+            if problems:
+                raise InvalidRequest(problems)
+            return
+        _, created = self._scheduling.save_definition(job, properties, run.now)
+        outcome.outcome = Outcome.CREATED if created else Outcome.UPDATED
+
+    def _delete_unnamed(
+        self,
+        plan: Plan,
+        subscription: str,
+        resource_group: str,
+        report: ImportReport,
+        what_if: bool,
+    ) -> None:
+        named = {r.name.casefold() for r in plan.resources if r.is_job}
+        collections = {r.collection_name.casefold(): r.collection_name for r in plan.resources}
+        for name in collections.values():
+            collection = CollectionId.of(subscription, resource_group, name)
+            if self._store.collection(collection) is None:
+                continue  # what-if of a collection not created yet: it has no jobs
+            for stored in self._store.jobs(collection):
+                if f"{name}/{stored.id.name}".casefold() in named:
+                    continue
+                outcome = ResourceOutcome(
+                    JOB_TYPE, f"{stored.id.collection.name}/{stored.id.name}", Outcome.DELETED,
+                    id=stored.id.arm_id, reason="complete mode: the template does not name it",
+                )  # fmt: skip
+                if not what_if:
+                    self._store.delete_job(stored.id, Preconditions())
+                report.resources.append(outcome)
+
+
+def _read(
+    model: type[CollectionBody] | type[JobBody], body: dict[str, Any], outcome: ResourceOutcome
+) -> Any:
+    """A resource's body read as its PUT reads it; the properties it ignores become warnings."""
+    try:
+        read = model.model_validate(body)
+    except ValidationError as invalid:
+        raise InvalidRequest(field_errors(invalid)) from None
+    outcome.ignored += ignored_properties(model, body)
+    return read
+
+
+def _unchanged(properties: JobProperties, stored: dict[str, Any], state: str) -> bool:
+    """Whether saving `properties` would give the job the definition and state it has."""
+    definition = stored_definition(keeping_stored_secrets(properties, stored))
+    return definition == stored and definition.get("state") == state
+
+
+def _sku_of(store: Store, collection: CollectionId) -> SkuName:
+    return store.existing_collection(collection).document.sku
+
+
+def _said(failure: Exception) -> str:
+    return failure.message if isinstance(failure, RuleBroken) else str(failure)

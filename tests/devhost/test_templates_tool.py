@@ -1,0 +1,48 @@
+"""`python -m devhost.templates` against the local host: import with progress and a summary,
+export to a file, and the exit status a script can act on."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+
+from devhost.templates import main
+from tests.api.test_templates import QUICKSTARTS, RULE_KEYS
+from tests.conftest import SAS_KEY, SAS_KEY_NAME, Service
+
+
+def run(service: Service, *arguments: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(["--url", service.base_url, "--key", service.key, *arguments], out=out)
+    return status, out.getvalue()
+
+
+def test_a_quickstart_imported_from_the_shell_then_exported_to_a_file(service: Service, tmp_path: Path) -> None:
+    group = f"rg-{uuid.uuid4().hex[:8]}"
+    keys = json.dumps({"primaryKey": SAS_KEY, "keyName": SAS_KEY_NAME})
+    arguments = [
+        "import", str(QUICKSTARTS / "scheduler-service-bus.json"), "--resource-group", group,
+        "--parameters", str(QUICKSTARTS / "scheduler-service-bus.parameters.json"),
+        "--parameter", "queueName=orders", "--location", "West Europe", "--value", f"{RULE_KEYS}={keys}",
+    ]  # fmt: skip
+    status, printed = run(service, *arguments, "--what-if")
+    assert status == 0, printed
+    assert printed.splitlines()[0].startswith("checking (what-if)")
+    assert "Succeeded: 3 Skipped, 2 Created" in printed
+    status, printed = run(service, *arguments)
+    assert status == 0, printed
+    assert "  Created     Microsoft.Scheduler/jobCollections/jobs QueuePoster/PostMessage" in printed
+    written = tmp_path / "exported.json"
+    status, printed = run(service, "export", "--resource-group", group, "-o", str(written))
+    assert status == 0, printed
+    assert printed == f"wrote {written}: 1 collections, 1 jobs, 1 secrets as securestring parameters\n"
+    assert SAS_KEY not in written.read_text()
+
+
+def test_a_refused_import_exits_1_and_says_why(service: Service) -> None:
+    status, printed = run(service, "import", str(QUICKSTARTS / "scheduler-webapp.json"), "--resource-group", "rg-refused")
+    assert status == 1
+    assert "failed: parameters, property " in printed
+    assert "has no default value and none was given\nFailed: nothing to do" in printed
