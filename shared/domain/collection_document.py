@@ -10,7 +10,6 @@ reads back exactly what is stored, so the stored JSON is the body a GET answers;
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from shared.domain.collection import (
     DEFAULT_SKU,
@@ -24,6 +23,7 @@ from shared.domain.collection import (
     refuse_quota_above,
 )
 from shared.domain.regions import display_name
+from shared.domain.wire import JsonObject
 
 
 @dataclass(frozen=True)
@@ -83,23 +83,23 @@ class CollectionDocument:
         """The limits its jobs live under: its own quota over its SKU's, never beyond them."""
         return effective_quota(self.sku, self.quota)
 
-    def properties(self) -> dict[str, Any]:
+    def properties(self) -> JsonObject:
         """Its `properties` as a client reads them: the SKU, the state, the quota as sent."""
-        properties: dict[str, Any] = {"sku": {"name": self.sku.value}, "state": self.state.value}
+        properties: JsonObject = {"sku": {"name": self.sku.value}, "state": self.state.value}
         if self.quota is not None:
             properties["quota"] = self.quota.to_wire()
         return properties
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The document as JSON, as storage keeps it (and a GET shows it): no `tags` key at all
         without tags, as the real service answered."""
-        stored: dict[str, Any] = {"location": self.location}
+        stored: JsonObject = {"location": self.location}
         if self.tags:
             stored["tags"] = self.tags
         return stored | {"properties": self.properties()}
 
     @classmethod
-    def from_json(cls, stored: dict[str, Any]) -> CollectionDocument:
+    def from_json(cls, stored: JsonObject) -> CollectionDocument:
         properties = stored["properties"]
         quota = properties.get("quota")
         return cls(

@@ -26,6 +26,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+JsonObject = dict[str, Any]
+"""A JSON object as a body, a stored document or a schema carries it: for values at the edge,
+read or about to be written. What the code hands around between those edges is typed (the wire
+models, dataclasses)."""
+
 
 class WireEnum(enum.StrEnum):
     """An enum whose values are read in any case and written in the service's own spelling."""
@@ -58,7 +63,7 @@ class WireModel(BaseModel):
         known = _aliases_by_folded_name(cls)
         return {known.get(str(key).casefold(), key): value for key, value in data.items()}
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The JSON-ready body: camelCase names, absent values left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
 from azure.core import MatchConditions
-from azure.data.tables import TableClient, TableEntity
+from azure.data.tables import TableClient, TableEntity, UpdateMode
 
 LARGEST_BATCH = 100
 LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once
@@ -38,9 +38,21 @@ class EtagCondition(TypedDict):
     match_condition: MatchConditions
 
 
+class ConditionalUpdate(EtagCondition):
+    """The options of an update in a batch, made only if the entity is unchanged."""
+
+    mode: UpdateMode
+
+
 def unchanged_since(etag: str) -> EtagCondition:
     """The options of a write made only if the entity still has `etag`."""
     return {"etag": etag, "match_condition": MatchConditions.IfNotModified}
+
+
+def update_if_unchanged(etag: str, mode: UpdateMode = UpdateMode.REPLACE) -> ConditionalUpdate:
+    """The options of a batch update (`mode`: replace or merge) made only if the entity still
+    has `etag`."""
+    return {"etag": etag, "match_condition": MatchConditions.IfNotModified, "mode": mode}
 
 
 def row_keys(table: TableClient, partition: str) -> Iterator[TableEntity]:

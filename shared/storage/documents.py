@@ -24,6 +24,7 @@ from azure.data.tables import TableClient, UpdateMode
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_document import JobDocument
+from shared.domain.wire import JsonObject
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 
@@ -92,14 +93,14 @@ class DocumentTable(Generic[Id, Document]):
         self,
         table: TableClient,
         id_of: Callable[[Any], Id],
-        encode: Callable[[Document], dict[str, Any]],
-        decode: Callable[[dict[str, Any]], Document],
+        encode: Callable[[Document], JsonObject],
+        decode: Callable[[JsonObject], Document],
         kind: str,
     ) -> None:
         self.table = table
         self._id_of: Callable[[Any], Id] = id_of
-        self._encode: Callable[[Document], dict[str, Any]] = encode
-        self._decode: Callable[[dict[str, Any]], Document] = decode
+        self._encode: Callable[[Document], JsonObject] = encode
+        self._decode: Callable[[JsonObject], Document] = decode
         self._kind = kind
 
     def get(self, partition: str, row: str) -> Stored[Id, Document] | None:
@@ -179,6 +180,6 @@ class DocumentTable(Generic[Id, Document]):
         )
 
 
-def as_json(document: dict[str, Any]) -> str:
+def as_json(document: JsonObject) -> str:
     """A document as the string property that holds it: compact JSON."""
     return json.dumps(document, separators=(",", ":"))

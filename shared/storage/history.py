@@ -14,11 +14,12 @@ from azure.data.tables import TableClient
 
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HistoryStatus
+from shared.domain.wire import JsonObject
 from shared.storage.batches import LARGEST_QUERY_PAGE, submit_batches
 from shared.storage.documents import PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
 
-HistoryEntry = tuple[str, dict[str, Any]]  # (entry id, entry)
+HistoryEntry = tuple[str, JsonObject]  # (entry id, entry)
 
 
 class History:
@@ -107,7 +108,7 @@ class History:
         self.remove(job, self.ids(job))
 
 
-def history_entity(job: JobId, entry_id: str, entry: dict[str, Any]) -> dict[str, Any]:
+def history_entity(job: JobId, entry_id: str, entry: JsonObject) -> JsonObject:
     low, _ = history_range(job)
     return {
         "PartitionKey": jobs_partition(job.collection),

@@ -21,7 +21,7 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
-from shared.storage.batches import unchanged_since
+from shared.storage.batches import unchanged_since, update_if_unchanged
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.counter_rows import (
     COUNTER_ROWS,
@@ -175,7 +175,7 @@ class JobCounting:
             if counter.etag is None:
                 changes.append(("create", entity))
             else:
-                mode = {"mode": UpdateMode.REPLACE, **unchanged_since(counter.etag)}
+                mode = update_if_unchanged(counter.etag)
                 changes.append(("update", entity, mode))
         with contextlib.suppress(TableTransactionError):
             self._table.submit_transaction(changes)
@@ -242,9 +242,7 @@ class JobCounting:
             lowered = max(counter.jobs - excess, 0)
             excess -= counter.jobs - lowered
             entity = {"PartitionKey": partition, "RowKey": row, "Jobs": lowered}
-            corrections.append(
-                ("update", entity, {"mode": UpdateMode.REPLACE, **unchanged_since(counter.etag)})
-            )
+            corrections.append(("update", entity, update_if_unchanged(counter.etag)))
         self.rows.forget(partition)
         if not corrections:
             return False
@@ -278,4 +276,4 @@ def uncounted(
     entity = {"PartitionKey": partition, "RowKey": row, "Jobs": max(counter.jobs - 1, 0)}
     if counter.etag is None:
         return row, ("upsert", entity)
-    return row, ("update", entity, {"mode": UpdateMode.REPLACE, **unchanged_since(counter.etag)})
+    return row, ("update", entity, update_if_unchanged(counter.etag))

@@ -10,7 +10,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from azure.core.exceptions import (
     ResourceExistsError,
@@ -22,7 +22,12 @@ from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
-from shared.storage.batches import LARGEST_QUERY_PAGE, unchanged_since
+from shared.storage.batches import (
+    LARGEST_QUERY_PAGE,
+    ConditionalUpdate,
+    unchanged_since,
+    update_if_unchanged,
+)
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.counter_rows import Counter
 from shared.storage.documents import (
@@ -237,17 +242,40 @@ class Jobs:
         raise ModifiedConcurrently("job")
 
 
-def replacement(stored: StoredJob) -> tuple[str, dict[str, Any], dict[str, Any]]:
+class JobColumns(TypedDict):
+    """A job's columns beside its keys: its document whole, as JSON, its state (which listings
+    filter on) and its run-nows in flight (which the run-now bound of its collection adds up)."""
+
+    State: str
+    RunNowsInFlight: int  # the column that _RUN_NOWS names in queries
+    Document: str
+
+
+class JobRow(JobColumns):
+    PartitionKey: str
+    RowKey: str
+
+
+class NamedJobRow(JobRow):
+    """A job's row as created or replaced: with its names as they were first written."""
+
+    Subscription: str
+    ResourceGroup: str
+    Collection: str
+    Name: str
+
+
+def replacement(stored: StoredJob) -> tuple[str, JobRow, ConditionalUpdate]:
     """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
-    entity = {
+    row: JobRow = {
         "PartitionKey": jobs_partition(stored.id.collection),
         "RowKey": job_row(stored.id),
         **_job_columns(stored.document),
     }
-    return "update", entity, {"mode": UpdateMode.MERGE, **unchanged_since(stored.etag)}
+    return "update", row, update_if_unchanged(stored.etag, UpdateMode.MERGE)
 
 
-def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> dict[str, Any]:
+def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> NamedJobRow:
     # A replaced job keeps the names' case from when it was created.
     names = current.id if current is not None else job
     return {
@@ -261,13 +289,12 @@ def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) ->
     }
 
 
-def _job_columns(document: JobDocument) -> dict[str, Any]:
-    """A job document as table columns: whole, as JSON, its state (which listings filter on)
-    and its run-nows in flight (which the run-now bound of its collection adds up). A stored
-    job is read back with `JobDocument.from_json`."""
+def _job_columns(document: JobDocument) -> JobColumns:
+    """A job document as table columns. A stored job is read back with
+    `JobDocument.from_json`."""
     return {
         "State": document.state.value,
-        _RUN_NOWS: document.run_nows_in_flight,
+        "RunNowsInFlight": document.run_nows_in_flight,
         "Document": as_json(document.to_json()),
     }
 
