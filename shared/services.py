@@ -118,7 +118,7 @@ def build(
     """Every service, connected to the storage the settings name (tables and queue created).
 
     A test passes its own clock, queue and table names, and may pass a `store` built on the
-    same tables (a subclass that injects faults or counts calls).
+    same tables (one that wraps a TableStore to inject faults or count calls).
     """
     quiet_third_party_loggers()  # before any client is built: none may log a target's URL
     identity = settings.storage_identity
