@@ -2,8 +2,9 @@
 they get back. Its docstrings are the contract; `TableStore` (table_store.py) keeps it on Table
 Storage, and a test that needs a store that misbehaves implements it (or wraps one that does).
 
-Every write that loses a race to another writer is retried with what is stored now, and raises
-ModifiedConcurrently when it keeps losing; a write whose Preconditions do not hold raises
+A save or delete that loses a race to another writer is tried again with what is stored now,
+and raises ModifiedConcurrently when it keeps losing (`settle_job` and `replace_jobs` say
+instead what a lost race does to them); a write whose Preconditions do not hold raises
 EtagMismatch; a read of a resource that must exist raises NotFound (shared/storage/errors.py).
 """
 
