@@ -1,16 +1,17 @@
 """Documents in tables: a resource's JSON kept whole in one string property of one entity, so
 that what a client stored is what it reads back, written with optimistic concurrency.
 
-`Stored` is a resource as read (its id, document and etag), `Preconditions` a write's
-If-Match / If-None-Match, `PageBounds` which entries of a listing a page holds, and
-`DocumentTable` one table of such documents.
+`Stored` is a resource as read (its id, document and etag), `JobSlot` a job as read for a
+write, `HistoryEntry` an entry of a job's history, `Preconditions` a write's If-Match /
+If-None-Match, `PageBounds` which entries of a listing a page holds, and `DocumentTable` one
+table of documents.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
@@ -26,6 +27,7 @@ from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.domain.wire import JsonObject
 from shared.storage.concurrency import optimistic_attempts
+from shared.storage.counter_rows import Counter
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 
 # The collections table's column that tells a collection's creations apart (Stored.incarnation).
@@ -54,6 +56,21 @@ class Stored(Generic[Id, Document]):
 StoredCollection = Stored[CollectionId, CollectionDocument]
 StoredJob = Stored[JobId, JobDocument]
 StoredCloudService = Stored[CloudServiceId, dict[str, str]]
+HistoryEntry = tuple[str, JsonObject]  # (entry id, entry)
+
+
+@dataclass(frozen=True)
+class JobSlot:
+    """A job's place in its collection as read for a write: the job (if any) and the job count
+    (read only for a job that is not there, or when asked for; empty otherwise)."""
+
+    current: StoredJob | None
+    counters: dict[str, Counter]  # counter row -> what it holds; absent rows count 0
+    spares: dict[str, int] = field(default_factory=dict)  # this process's unused places, by row
+
+    @property
+    def jobs_in_collection(self) -> int:
+        return sum(counter.jobs for counter in self.counters.values()) - sum(self.spares.values())
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from shared.domain.ids import CollectionId
 from shared.domain.job_document import JobDocument
 from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
-from shared.storage.documents import Stored, StoredJob
+from shared.storage.documents import HistoryEntry, Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
-from shared.storage.history import History, HistoryEntry, history_entity
+from shared.storage.history import History, history_entity
 from shared.storage.jobs import replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 

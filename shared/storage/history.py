@@ -16,10 +16,8 @@ from shared.domain.ids import JobId
 from shared.domain.job_definition import HistoryStatus
 from shared.domain.wire import JsonObject
 from shared.storage.batches import LARGEST_QUERY_PAGE, submit_batches
-from shared.storage.documents import PageBounds, as_json
+from shared.storage.documents import HistoryEntry, PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
-
-HistoryEntry = tuple[str, JsonObject]  # (entry id, entry)
 
 
 class History:

@@ -19,6 +19,8 @@ from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.documents import (
+    HistoryEntry,
+    JobSlot,
     PageBounds,
     Preconditions,
     Stored,
@@ -26,8 +28,6 @@ from shared.storage.documents import (
     StoredCollection,
     StoredJob,
 )
-from shared.storage.history import HistoryEntry
-from shared.storage.jobs import JobSlot
 
 __all__ = [
     "HistoryEntry",

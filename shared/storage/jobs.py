@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -32,6 +31,7 @@ from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_atte
 from shared.storage.counter_rows import Counter
 from shared.storage.documents import (
     DocumentTable,
+    JobSlot,
     PageBounds,
     Preconditions,
     StoredCollection,
@@ -46,20 +46,6 @@ from shared.storage.keys import AFTER_COUNTERS, HISTORY_MARK, job_row, jobs_part
 
 JOBS_TABLE = "jobs"
 _RUN_NOWS = "RunNowsInFlight"
-
-
-@dataclass(frozen=True)
-class JobSlot:
-    """A job's place in its collection as read for a write: the job (if any) and the job count
-    (read only for a job that is not there, or when asked for; empty otherwise)."""
-
-    current: StoredJob | None
-    counters: dict[str, Counter]  # counter row -> what it holds; absent rows count 0
-    spares: dict[str, int] = field(default_factory=dict)  # this process's unused places, by row
-
-    @property
-    def jobs_in_collection(self) -> int:
-        return sum(counter.jobs for counter in self.counters.values()) - sum(self.spares.values())
 
 
 class Jobs:

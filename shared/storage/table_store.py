@@ -24,6 +24,8 @@ from shared.domain.job_document import JobDocument
 from shared.storage.classic_records import CLOUD_SERVICES_TABLE, OPERATIONS_TABLE, ClassicRecords
 from shared.storage.counter_rows import SPARES_KEPT_FOR_S
 from shared.storage.documents import (
+    HistoryEntry,
+    JobSlot,
     PageBounds,
     Preconditions,
     StoredCloudService,
@@ -31,10 +33,10 @@ from shared.storage.documents import (
     StoredJob,
 )
 from shared.storage.executor_records import ExecutorRecords
-from shared.storage.history import History, HistoryEntry
+from shared.storage.history import History
 from shared.storage.job_collections import COLLECTIONS_TABLE, Collections
 from shared.storage.job_counting import JobCounting
-from shared.storage.jobs import JOBS_TABLE, Jobs, JobSlot
+from shared.storage.jobs import JOBS_TABLE, Jobs
 
 TABLES = (COLLECTIONS_TABLE, JOBS_TABLE, CLOUD_SERVICES_TABLE, OPERATIONS_TABLE)
 
