@@ -19,6 +19,7 @@ from defusedxml.ElementTree import DefusedXMLParser
 from shared.domain.collection import CollectionState, SkuName
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.problems import FieldError, InvalidRequest
+from shared.domain.wire import JsonObject
 
 NAMESPACE = "http://schemas.microsoft.com/windowsazure"
 INSTANCE = "http://www.w3.org/2001/XMLSchema-instance"
@@ -191,7 +192,7 @@ def cloud_service(
 # --- job collections ------------------------------------------------------------------------
 
 
-def collection_body(body: bytes) -> dict[str, Any]:
+def collection_body(body: bytes) -> JsonObject:
     """A job collection PUT's `<Resource>` as the properties of an ARM collection body."""
     sent = read(body, "Resource")
     settings = child(sent, "IntrinsicSettings")
@@ -207,15 +208,15 @@ def collection_body(body: bytes) -> dict[str, Any]:
         raise InvalidRequest.because(
             "IntrinsicSettings.Plan", f"'{plan[:40]}' is not one of {allowed}"
         ) from None
-    properties: dict[str, Any] = {"sku": {"name": sku.value}}
+    properties: JsonObject = {"sku": {"name": sku.value}}
     quota = child(settings, "Quota")
     if quota is not None:
         properties["quota"] = _quota_of(quota)
     return properties
 
 
-def _quota_of(quota: Element) -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _quota_of(quota: Element) -> JsonObject:
+    found: JsonObject = {}
     for wire, name in _QUOTA_COUNTS:
         value = text_of(quota, name)
         if value is not None:
