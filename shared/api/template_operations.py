@@ -16,7 +16,7 @@ from shared.domain.templates.export import ExportedCollection, exported_template
 from shared.domain.wire import IgnoredProperty, WireModel
 from shared.execution.template_import import TemplateImport
 from shared.services import Services
-from shared.storage.store import StoredCollection
+from shared.storage.interface import StoredCollection
 
 # What the OpenAPI document says of a template and its parameters: the shape the import reads
 # (shared/domain/templates/deployment.py checks it, with messages in the template's terms).
@@ -132,6 +132,4 @@ def _exported(services: Services, collections: list[StoredCollection]) -> ApiRes
 
 def _location_of(collections: list[StoredCollection]) -> str | None:
     """The resource group's location, as far as this service knows one: its collections'."""
-    return next(
-        (c.document.get("location") for c in collections if c.document.get("location")), None
-    )
+    return next((c.document.location for c in collections if c.document.location), None)

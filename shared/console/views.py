@@ -18,7 +18,7 @@ from shared.domain.redaction import redacted_definition
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import iso
-from shared.storage.store import StoredCollection, StoredJob
+from shared.storage.interface import StoredCollection, StoredJob
 
 TIMELINE_SPAN = timedelta(hours=24)
 # Runs drawn per job on the timeline; a job that runs more often within the span is drawn as
@@ -42,7 +42,7 @@ def collection_view(
 ) -> dict[str, Any]:
     """A collection's row: where it is, its plan and state, its jobs counted by state, and how
     many of them are in each kind of trouble."""
-    properties = stored.document["properties"]
+    document = stored.document
     jobs = list(jobs)
     by_state = Counter(job.document.state.value for job in jobs)
     in_trouble = Counter(kind for job in jobs for kind in trouble(job, now))
@@ -51,10 +51,10 @@ def collection_view(
         "subscription": stored.id.subscription,
         "resourceGroup": stored.id.resource_group,
         "name": stored.id.name,
-        "location": stored.document.get("location"),
-        "sku": properties["sku"]["name"],
-        "state": properties["state"],
-        "quota": properties.get("quota") or {},
+        "location": document.location,
+        "sku": document.sku.value,
+        "state": document.state.value,
+        "quota": document.quota.to_wire() if document.quota is not None else {},
         "jobs": {"total": sum(by_state.values()), **{s.value: by_state[s.value] for s in JobState}},
         "trouble": {kind: in_trouble[kind] for kind in TROUBLE},
     }

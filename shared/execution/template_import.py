@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shared.domain.collection import CollectionBody, SkuName, new_collection
+from shared.domain.collection import CollectionBody, SkuName
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JOB_TYPE, CollectionId, JobId
 from shared.domain.job_definition import JobBody, JobProperties
 from shared.domain.job_document import keeping_stored_secrets, stored_definition
@@ -27,7 +28,7 @@ from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
 from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.execution.scheduling import Scheduling
 from shared.storage.errors import StorageError
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
 
 
 class Outcome(enum.StrEnum):
@@ -146,8 +147,8 @@ class TemplateImport:
         body = _read(CollectionBody, resource.body, outcome)
         if body.location is None:
             raise InvalidRequest.because("location", "is required")
-        document = new_collection(body)
-        run.planned_skus[resource.name.casefold()] = SkuName(document["properties"]["sku"]["name"])
+        document = CollectionDocument.created(body)
+        run.planned_skus[resource.name.casefold()] = document.sku
         previous = self._store.collection(collection)
         if previous is not None and previous.document == document:
             outcome.outcome = Outcome.UNCHANGED
@@ -228,7 +229,7 @@ def _unchanged(properties: JobProperties, stored: dict[str, Any], state: str) ->
 
 
 def _sku_of(store: Store, collection: CollectionId) -> SkuName:
-    return SkuName(store.existing_collection(collection).document["properties"]["sku"]["name"])
+    return store.existing_collection(collection).document.sku
 
 
 def _said(failure: Exception) -> str:

@@ -47,8 +47,8 @@ from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
+from shared.storage.interface import Store, StoredJob
 from shared.storage.keys import jobs_partition
-from shared.storage.store import Store, StoredJob
 from shared.transport import CALLS_AT_ONCE
 
 log = logging.getLogger("scheduler.executor")
@@ -179,15 +179,14 @@ class ExecutionWorker:
                 # overlapPolicy Allow: the occurrence is counted and the next one sent before
                 # the action runs, so that the next starts on time however long this one takes.
                 begun = decided.settlement
-                if not self._store.settle_job(stored, begun.document, begun.history):
+                settled = self._store.settle_job(stored, begun.document, begun.history)
+                if settled is None:
                     continue
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
                 if decided.run is None:
                     log.warning("%s: too many still running", _line(delivery, "skipped"))
                     return None
-                stored = self._store.job(delivery.job)  # its etag, for recording the outcome
-                if stored is None:
-                    return None
+                stored = settled  # its etag, for recording the outcome
                 decided = decided.run
             break
         else:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import COLLECTION_TYPE
 from shared.domain.job_definition import FINAL_STATES, JobState
 from shared.domain.job_document import JobDocument, public_properties
@@ -30,7 +31,7 @@ _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]+")
 @dataclass(frozen=True)
 class ExportedCollection:
     name: str
-    document: dict[str, Any]
+    document: CollectionDocument
     jobs: Sequence[tuple[str, JobDocument]]
 
 
@@ -47,11 +48,11 @@ def exported_template(collections: Sequence[ExportedCollection]) -> dict[str, An
             "type": COLLECTION_TYPE,
             "apiVersion": API_VERSION,
             "name": escaped(collection.name),
-            "location": collection.document.get("location"),
+            "location": collection.document.location,
         }
-        if collection.document.get("tags"):
-            resource["tags"] = _literal(collection.document["tags"])
-        resource["properties"] = _literal(collection.document["properties"])
+        if collection.document.tags:
+            resource["tags"] = _literal(collection.document.tags)
+        resource["properties"] = _literal(collection.document.properties())
         if jobs:
             resource["resources"] = jobs
         resources.append(resource)
