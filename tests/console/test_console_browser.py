@@ -613,6 +613,7 @@ def test_axe_finds_no_serious_problem_on_any_page(
         "new collection": ("#/new-collection", "New collection"),
         "edit collection": (f"{collection_hash(collection)}/edit", "Edit collection"),
         "not found": (f"{collection_hash(collection)}/jobs/gone", "Not found"),
+        "import": ("#/import", "Import a template"),
     }
     for name, (address, heading) in pages.items():
         page.goto(f"{service.base_url}/console{address}")
@@ -633,7 +634,7 @@ def test_export_saves_the_collection_and_its_group_as_template_files_without_sec
     sign_in(page, service)
     open_collection(page, collection)
     with page.expect_download() as saving:
-        page.get_by_role("button", name=f"Export collection {name} as a template").click()
+        page.get_by_role("button", name=f"Export template of collection {name}").click()
     saved = saving.value
     assert saved.suggested_filename == f"{name}.json"
     text = Path(saved.path()).read_text()

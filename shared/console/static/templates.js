@@ -40,13 +40,13 @@ function templateButtons(collection) {
   return h("div", { class: "actions" },
     actionButton("Export template", `export:${collection.id}`, () =>
       exportTemplate(collection.id, "/exportTemplate", `${collection.name}.json`),
-    { "aria-label": `Export collection ${collection.name} as a template` }),
+    { "aria-label": `Export template of collection ${collection.name}` }),
     actionButton("Export resource group", `export:${collection.resourceGroup}`, () =>
       exportTemplate(groupId(subscription, collection.resourceGroup),
         "/providers/Microsoft.Scheduler/exportTemplate", `${collection.resourceGroup}.json`),
     { "aria-label": `Export resource group ${collection.resourceGroup} as a template` }),
     h("a", { class: "button", href: `#/import/${encoded(subscription, collection.resourceGroup)}`,
-      "aria-label": `Import a template into resource group ${collection.resourceGroup}` }, "Import template"));
+      "aria-label": `Import template into resource group ${collection.resourceGroup}` }, "Import template"));
 }
 
 // --- import ------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ function importForm(where) {
       const deletes = report.resources.filter((r) => r.outcome === "Deleted").length;
       outcome.append(changes.length
         ? h("div", { class: "actions" }, h("button", { type: "button", class: deletes ? "danger" : "primary",
-          onclick: apply }, deletes ? `Apply: create, change and delete ${deletes} job${deletes === 1 ? "" : "s"}`
+          onclick: apply }, deletes ? `Apply, deleting ${deletes} job${deletes === 1 ? "" : "s"}`
           : "Apply these changes"))
         : h("p", {}, "Nothing to apply: every resource is unchanged or skipped."));
     }
