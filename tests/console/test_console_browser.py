@@ -704,6 +704,21 @@ def test_a_template_file_is_checked_with_what_if_then_applied_and_its_jobs_appea
     expect(page.get_by_role("heading", name="Collection imported")).to_be_visible()
     expect(page.get_by_role("row").filter(has_text="from-a-file")).to_contain_text("Mondays, Wednesdays and Fridays")
 
+    # Complete mode: the job the template no longer names would be deleted, and the button says so.
+    (tmp_path / "azuredeploy.parameters.json").write_text(
+        json.dumps({"contentVersion": "1.0.0.0", "parameters": {"jobName": {"value": "renamed"}}})
+    )
+    page.goto(f"{service.base_url}/console#/import/console-sub/{group}")
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Parameters file (optional)").set_input_files(tmp_path / "azuredeploy.parameters.json")
+    page.get_by_label("Complete:").check()
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(page.get_by_role("region", name="What the import would do")).to_contain_text(
+        "Complete mode: 1 skipped, 1 unchanged, 1 created, 1 deleted."
+    )
+    expect(page.get_by_role("button", name="Apply, deleting 1 job")).to_be_visible()
+    assert api.get(f"{collection}/jobs/from-a-file").status_code == 200
+
 
 def test_an_import_error_shows_its_message_beside_the_form(
     page: Page, service: Service, api: httpx.Client, tmp_path: Path

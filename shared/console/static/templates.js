@@ -81,14 +81,17 @@ function importForm(where) {
     event.preventDefault();
     forget();
     problems.textContent = "";
+    const form = event.currentTarget;
     let body;
     try {
-      body = await importBody();
+      body = await importBody(form);
     } catch (failure) {
       problems.textContent = failure.message;
-      return problems.closest("form").querySelector("[aria-invalid='true']")?.focus();
+      return form.querySelector("[aria-invalid='true']")?.focus();
     }
-    const report = await sendImport(body, true, problems, outcome);
+    const check = form.querySelector("button[type='submit']");
+    check.disabled = true; // one check at a time
+    const report = await sendImport(body, true, problems, outcome).finally(() => { check.disabled = false; });
     if (report && report.status === "Succeeded") {
       checked = body;
       const changes = report.resources.filter((r) => ["Created", "Updated", "Deleted"].includes(r.outcome));
@@ -150,26 +153,26 @@ function importForm(where) {
   };
 }
 
-// The request's body from the form; a file that is not JSON is said by its field.
-async function importBody() {
+// The request's body from the form; a field that is missing or not JSON is marked.
+async function importBody(form) {
+  for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
   const value = (id) => document.getElementById(id).value.trim();
-  const body = { template: await jsonFile("import-template", "The template file") };
+  for (const [id, words] of [["import-subscription", "The subscription"], ["import-group", "The resource group"]]) {
+    if (!value(id)) throw invalidField(id, `${words} is required.`);
+  }
+  const body = { where: [value("import-subscription"), value("import-group")] };
+  body.template = await jsonFile("import-template", "The template file");
   const parameters = await jsonFile("import-parameters", "The parameters file");
   if (parameters !== undefined) body.parameters = parameters;
   const modeChosen = document.querySelector("input[name='import-mode']:checked");
   body.mode = modeChosen ? modeChosen.value : "Incremental";
   if (value("import-location")) body.location = value("import-location");
   if (value("import-values")) body.expressionValues = parsedJson("import-values", value("import-values"), "The expression values");
-  for (const [id, words] of [["import-subscription", "The subscription"], ["import-group", "The resource group"]]) {
-    if (!value(id)) throw invalidField(id, `${words} is required.`);
-  }
-  body.where = [value("import-subscription"), value("import-group")];
   return body;
 }
 
 async function jsonFile(id, words) {
   const input = document.getElementById(id);
-  input.removeAttribute("aria-invalid");
   const chosen = input.files[0];
   if (!chosen) {
     if (input.required) throw invalidField(id, `${words} is required: choose one.`);
@@ -179,7 +182,6 @@ async function jsonFile(id, words) {
 }
 
 function parsedJson(id, text, words) {
-  document.getElementById(id).removeAttribute("aria-invalid");
   try {
     return JSON.parse(text);
   } catch (failure) {
