@@ -11,15 +11,16 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.errors import arm_error
 from shared.domain.ids import valid_resource_group, valid_subscription
-from shared.domain.templates.deployment import Deployment, ImportMode, plan
+from shared.domain.templates.deployment import Deployment, ImportMode
 from shared.domain.templates.export import ExportedCollection, exported_template
+from shared.domain.templates.planning import plan
 from shared.domain.wire import IgnoredProperty, WireModel
 from shared.execution.template_import import TemplateImport
 from shared.services import Services
 from shared.storage.interface import StoredCollection
 
 # What the OpenAPI document says of a template and its parameters: the shape the import reads
-# (shared/domain/templates/deployment.py checks it, with messages in the template's terms).
+# (shared/domain/templates/planning.py checks it, with messages in the template's terms).
 _RESOURCE_SCHEMA = {
     "type": "object",
     "required": ["type", "name"],

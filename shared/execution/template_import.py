@@ -1,4 +1,4 @@
-"""Applying a template's plan (shared/domain/templates/deployment.py) to this service: each
+"""Applying a template's plan (shared/domain/templates/planning.py) to this service: each
 Microsoft.Scheduler resource through the same save path as its PUT, in dependency order.
 
 Incremental mode creates or updates what the template names and leaves the rest; complete mode
