@@ -71,7 +71,7 @@ def collection_id(request: ApiRequest) -> CollectionId:
 
 def collection_resource(stored: StoredCollection) -> dict[str, object]:
     resource = {"id": stored.id.arm_id, "type": COLLECTION_TYPE, "name": stored.id.name}
-    return {**resource, **stored.document.to_json()}
+    return {**resource, **stored.document.to_wire()}
 
 
 def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:

@@ -4,7 +4,7 @@ Stored: its SKU, state, location (under its display name), tags, and the quota a
 sent it (the real service echoed only what was sent); the effective quota, what its jobs live
 under, is that quota over the SKU's and never beyond it (shared/domain/collection.py). A client
 reads back exactly what is stored, so the stored JSON is the body a GET answers; `created`,
-`patched`, `to_json` and `from_json` are the one mapping between the wire models and it.
+`patched`, `to_wire` and `from_wire` are the one mapping between the wire models and it.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class CollectionDocument:
             properties["quota"] = self.quota.to_wire()
         return properties
 
-    def to_json(self) -> JsonObject:
+    def to_wire(self) -> JsonObject:
         """The document as JSON, as storage keeps it (and a GET shows it): no `tags` key at all
         without tags, as the real service answered."""
         stored: JsonObject = {"location": self.location}
@@ -99,7 +99,7 @@ class CollectionDocument:
         return stored | {"properties": self.properties()}
 
     @classmethod
-    def from_json(cls, stored: JsonObject) -> CollectionDocument:
+    def from_wire(cls, stored: JsonObject) -> CollectionDocument:
         properties = stored["properties"]
         quota = properties.get("quota")
         return cls(

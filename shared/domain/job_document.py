@@ -250,7 +250,7 @@ class JobDocument:
         shown = self.state is not JobState.DISABLED or ran
         return public_properties(self.definition, self.status.to_wire() if shown else None)
 
-    def to_json(self) -> JsonObject:
+    def to_wire(self) -> JsonObject:
         """The document as JSON, as storage keeps it."""
         stored: JsonObject = {
             "definition": self.definition,
@@ -271,7 +271,7 @@ class JobDocument:
         return stored
 
     @classmethod
-    def from_json(cls, stored: JsonObject) -> JobDocument:
+    def from_wire(cls, stored: JsonObject) -> JobDocument:
         ended, retries = stored.get("endedAt"), stored.get("retries")
         definition = stored["definition"]
         return cls(

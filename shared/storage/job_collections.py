@@ -36,7 +36,7 @@ class Collections:
         self, table: TableClient, jobs_table: TableClient, counter_rows: CounterRows
     ) -> None:
         self._collections = DocumentTable(
-            table, collection_id_of, CollectionDocument.to_json, CollectionDocument.from_json,
+            table, collection_id_of, CollectionDocument.to_wire, CollectionDocument.from_wire,
             "job collection",
         )  # fmt: skip
         self._jobs_table = jobs_table

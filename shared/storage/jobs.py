@@ -59,7 +59,7 @@ class Jobs:
         collections: Collections,
     ) -> None:
         self._jobs = DocumentTable(
-            table, job_id_of, JobDocument.to_json, JobDocument.from_json, "job"
+            table, job_id_of, JobDocument.to_wire, JobDocument.from_wire, "job"
         )
         self._counting, self._history, self._collections = counting, history, collections
 
@@ -277,11 +277,11 @@ def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) ->
 
 def _job_columns(document: JobDocument) -> JobColumns:
     """A job document as table columns. A stored job is read back with
-    `JobDocument.from_json`."""
+    `JobDocument.from_wire`."""
     return {
         "State": document.state.value,
         "RunNowsInFlight": document.run_nows_in_flight,
-        "Document": as_json(document.to_json()),
+        "Document": as_json(document.to_wire()),
     }
 
 

@@ -48,7 +48,7 @@ EVERY_MINUTE = {"frequency": "minute", "interval": 1}
 def test_a_collection_counts_its_jobs_by_state() -> None:
     collection = StoredCollection(
         COLLECTION,
-        CollectionDocument.from_json({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     jobs = [
@@ -122,7 +122,7 @@ def test_trouble_is_named_a_failing_run_a_retry_a_fault_and_a_late_job() -> None
 
     collection = StoredCollection(
         COLLECTION,
-        CollectionDocument.from_json({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     counted = collection_view(collection, [spent, late, stored_job("fine", http_job())], NOW)
