@@ -66,7 +66,7 @@ SAY_RUNTIME = $(BIN)/python -c 'import importlib.util, sys; v = "%d.%d" % sys.ve
 	runtime library (azure-functions-runtime), as in Azure."))'
 
 $(NODEDEPS): package.json package-lock.json
-	@echo "Installing Azurite into node_modules (first time only, half a minute)..."
+	@echo "Installing Azurite and axe-core into node_modules (first time only, half a minute)..."
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

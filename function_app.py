@@ -8,11 +8,11 @@ import azure.functions as func
 from shared import services
 from shared.api import health, openapi
 from shared.api.arm import serve
-from shared.api.classic import serve_classic
+from shared.api.classic.serving import serve_classic
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
 from shared.console import pages
 from shared.console.pages import ConsoleRoute
-from shared.execution import clean_up, fan_out, timer
+from shared.execution import clean_up, messages, timer
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
@@ -72,18 +72,20 @@ def retention_timer(tick: func.TimerRequest) -> None:
 async def executor(message: func.QueueMessage) -> None:
     """Runs one attempt of one job, then records it and schedules what follows; or moves a
     range of the due index that the timer handed on (shared/execution/fan_out.py)."""
-    text, deliveries = message.get_body().decode(), message.dequeue_count or 1
+    received, dequeue_count = messages.received(message.get_body().decode()), message.dequeue_count
     running = services.current()
     loop = asyncio.get_running_loop()
-    if fan_out.is_range_message(text):
+    if isinstance(received, messages.DueRange):
         await loop.run_in_executor(
-            running.blocking_threads, running.fan_out.handle, text, deliveries
+            running.blocking_threads, running.fan_out.handle, received, dequeue_count or 1
         )
-        return
-    # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
-    # awaited, so that it holds no worker thread; the work itself is blocking I/O.
-    await asyncio.sleep(running.worker.seconds_until_due(text))
-    await loop.run_in_executor(running.blocking_threads, running.worker.handle, text, deliveries)
+    elif received is not None:  # None: malformed, dropped (logged)
+        # A message comes up to 1.5 s early (visibility delays are whole seconds): the wait is
+        # awaited, so that it holds no worker thread; the work itself is blocking I/O.
+        await asyncio.sleep(running.worker.seconds_until_due(received))
+        await loop.run_in_executor(
+            running.blocking_threads, running.worker.handle, received, dequeue_count or 1
+        )
 
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
@@ -96,6 +98,16 @@ def health_check(req: func.HttpRequest) -> func.HttpResponse:
     """Storage reachable, queue depth, the timer's last tick: nothing secret."""
     status, report = health.check(services.current)
     return func.HttpResponse(json.dumps(report), status_code=status, mimetype="application/json")
+
+
+# The host's root: `{ignored:maxlength(0)?}` is how a Functions route matches the empty path
+# (in Azure, with AzureWebJobsDisableHomepage set, the host's own page gives way to it).
+@app.route(
+    route="{ignored:maxlength(0)?}", methods=["GET", "HEAD"], auth_level=func.AuthLevel.ANONYMOUS
+)
+def root_to_console(req: func.HttpRequest) -> func.HttpResponse:
+    """The service's root address leads to the console."""
+    return func.HttpResponse(status_code=302, headers={"Location": "/console"})
 
 
 @app.route(route="console", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

@@ -1,7 +1,9 @@
 """`python -m devhost`: run the function app locally, on Azurite.
 
 Starts Azurite (unless --no-azurite) on the project's .azurite/ folder, whose data is kept
-between runs (--fresh empties it first), on its standard ports 10000-10002 when they are free;
+between runs (--fresh empties it first) and through a crash of Azurite: it answers a write once
+the write is saved (--azurite-interval-saves: Azurite's own saving every 5 s, faster with much
+data, losing up to 5 s of writes in a crash); on its standard ports 10000-10002 when they are free;
 points AzureWebJobsStorage (and StorageQueue actions, SCHEDULER_QUEUE_ENDPOINT_TEMPLATE) at it,
 then runs the app: under `func start` when Azure Functions Core Tools are installed, otherwise
 with this package's own host. It prints Azurite's endpoints and connection string, the base URL,
@@ -9,7 +11,9 @@ the addresses of the web console and of the health route, and the function key, 
 Azurite when it stops.
 
 Settings come from the environment, then local.settings.json (or the sample), as with
-`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key;
+`func start`. SCHEDULER_PORT and SCHEDULER_FUNCTION_KEY fix the port and the key (without
+SCHEDULER_FUNCTION_KEY, the key made on the first run is kept in .azurite/function-key and used
+again, so that a restart leaves signed-in consoles and scripts working);
 FUNCTIONS_WORKER_PROCESS_COUNT (up to 10) runs that many worker processes (`devhost.processes`);
 PYTHON_THREADPOOL_THREAD_COUNT (1 or more; invalid: a warning and the default) is how many plain
 functions each runs at once, read as Azure's Python worker reads it (`devhost.invocation`, or the
@@ -39,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
 AZURITE_DATA = ROOT / ".azurite"  # in .gitignore and .funcignore
 LOCK_NAME = "devhost.lock"  # in AZURITE_DATA, held while an Azurite runs on it
+KEY_NAME = "function-key"  # in AZURITE_DATA: the key made on the first run, used by the next
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_loggers()  # the SDKs and httpx log every request, URL and all, at INFO
     load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
-    key = os.environ.get("SCHEDULER_FUNCTION_KEY") or secrets.token_urlsafe(32)
+    key = os.environ.get("SCHEDULER_FUNCTION_KEY") or kept_key(AZURITE_DATA)
 
     emulator = None
     if not options.no_azurite:
@@ -56,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Another local host is using {AZURITE_DATA}: stop it first.", file=sys.stderr)
             return 1
         if options.fresh:
-            azurite.empty(AZURITE_DATA, keep={LOCK_NAME})
-        emulator = _start_azurite(AZURITE_DATA)
+            azurite.empty(AZURITE_DATA, keep={LOCK_NAME, KEY_NAME})  # the data, not the key
+        emulator = _start_azurite(AZURITE_DATA, durable=not options.azurite_interval_saves)
         _print_azurite(emulator)
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
         os.environ["SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"] = emulator.queue_endpoint_template
@@ -70,6 +75,23 @@ def main(argv: list[str] | None = None) -> int:
             emulator.stop()
 
 
+def kept_key(folder: Path) -> str:
+    """The function key kept in `folder` by an earlier run, or a new one, kept there (readable by
+    its owner only) for the runs to come."""
+    path = folder / KEY_NAME
+    try:
+        kept = path.read_text().strip()
+    except FileNotFoundError:
+        kept = ""
+    if kept:
+        return kept
+    key = secrets.token_urlsafe(32)
+    folder.mkdir(parents=True, exist_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+        file.write(key + "\n")
+    return key
+
+
 def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -80,6 +102,12 @@ def _arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fresh", action="store_true", help="delete Azurite's data (.azurite/) first: start empty"
+    )
+    parser.add_argument(
+        "--azurite-interval-saves",
+        action="store_true",
+        help="let Azurite save every 5 s, as it does by itself: faster with much data, but a "
+        "crash of Azurite loses up to the last 5 s of writes (docs/local-data.md)",
     )
     parser.add_argument("--own-host", action="store_true", help="never hand over to `func start`")
     return parser
@@ -98,15 +126,16 @@ def _lock(folder: Path) -> IO[bytes] | None:
     return handle
 
 
-def _start_azurite(location: Path) -> azurite.Azurite:
+def _start_azurite(location: Path, durable: bool) -> azurite.Azurite:
     """Azurite on `location`, on its standard ports if they are free, otherwise on free ones."""
     ports = azurite.standard_ports_or_free()
     try:
-        return azurite.start(*ports, location=location)
+        return azurite.start(*ports, location=location, durable=durable)
     except RuntimeError:
         if ports != azurite.STANDARD_PORTS:
             raise
-        return azurite.start(location=location)  # taken in the meantime: any free ones
+        # Taken in the meantime: any free ones.
+        return azurite.start(location=location, durable=durable)
 
 
 def _print_azurite(emulator: azurite.Azurite) -> None:

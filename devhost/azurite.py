@@ -1,7 +1,9 @@
 """Azurite, the Table/Queue/Blob emulator, started from node_modules.
 
 By default on a fresh temporary data folder that `stop()` removes (the tests' Azurites); given a
-`location`, on that folder, kept as it is (`make run`'s `.azurite/`).
+`location`, on that folder, kept as it is (`make run`'s `.azurite/`), and durable: Azurite then
+answers a write only once it is in the folder's files, so that killing Azurite loses nothing it
+acknowledged (azurite-durable.cjs says how; docs/local-data.md what is kept).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 AZURITE = ROOT / "node_modules" / "azurite" / "dist" / "src" / "azurite.js"
+# Loaded into Azurite's Node process: saves its data before each answer instead of every 5 s.
+DURABLE = Path(__file__).resolve().parent / "azurite-durable.cjs"
 # Azurite's fixed development account (public, documented by Microsoft).
 ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = (
@@ -76,13 +80,21 @@ def start(
     table_port: int = 0,
     options: Sequence[str] = (),
     location: Path | None = None,
+    *,
+    durable: bool | None = None,
 ) -> Azurite:
     """Start Azurite on the given ports (0: any free one) and wait until it answers.
 
     `options` go to Azurite as they are (`--oauth basic --cert ... --key ...`, say).
     `location` is the data folder, created if missing and never removed; without it, a fresh
     temporary folder that `stop()` removes.
+    `durable` (by default: when a `location` is given) makes Azurite write what a request
+    changed to its files before it answers; otherwise it writes every 5 s, and a crash loses
+    up to the last 5 s of acknowledged writes. A temporary folder has no use for that, and
+    Azurite answers faster without it.
     """
+    if durable is None:
+        durable = location is not None
     if not AZURITE.exists():
         raise RuntimeError(f"{AZURITE} is missing: run `npm ci` (make does) first")
     ports = [port or free_port() for port in (blob_port, queue_port, table_port)]
@@ -92,8 +104,9 @@ def start(
         location = Path(temporary.name)
     location.mkdir(parents=True, exist_ok=True)
     # --skipApiVersionCheck: the current Python SDKs send API versions Azurite does not know yet.
+    preload = ["--require", str(DURABLE)] if durable else []
     command = [
-        "node", str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
+        "node", *preload, str(AZURITE), "--silent", "--disableTelemetry", "--skipApiVersionCheck",
         "--location", str(location),
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
         *options,

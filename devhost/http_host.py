@@ -46,6 +46,9 @@ LARGEST_BODY = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 30.0
 WORKER_HEADER = "x-devhost-worker"  # the process id of the worker process that answered
 _PARAMETER = re.compile(r"^\{(\*?)([A-Za-z_][A-Za-z0-9_]*)\}$")
+# The one constrained parameter supported: an optional one that must be empty, which is how a
+# Functions route matches the host's root (`{ignored:maxlength(0)?}`).
+_EMPTY_PARAMETER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*):maxlength\(0\)\?\}$")
 _ENCODED_SLASH = re.compile("%2F", re.IGNORECASE)
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,18}")  # beyond: answered 400, as Kestrel does
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")  # larger chunks would be over LARGEST_BODY anyway
@@ -97,7 +100,10 @@ def compile_route(template: str) -> tuple[re.Pattern[str], int]:
     parts, literals = [], 0
     for segment in template.split("/"):
         parameter = _PARAMETER.match(segment)
-        if parameter:
+        empty = _EMPTY_PARAMETER.match(segment)
+        if empty:
+            parts.append(f"(?P<{empty.group(1)}>)")
+        elif parameter:
             catch_all, name = parameter.groups()
             parts.append(f"(?P<{name}>.*)" if catch_all else f"(?P<{name}>[^/]+)")
         elif "{" in segment or "}" in segment:

@@ -3,15 +3,19 @@
 `EVERY_SETTING` is the one list: tests check that the code reads no other names, that
 local.settings.sample.json holds exactly those marked for it, and that the Bicep templates set
 exactly those marked for Azure. Trigger schedules are read by the Functions host itself, from
-`%SETTING%` expressions in function_app.py.
+`%SETTING%` expressions in function_app.py. One value comes from the app's host.json rather than
+the environment: the delivery at which the host gives a queue message up (`maxDequeueCount`),
+which the executor must know to record the attempt first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import urlsplit
 
 STORAGE = "AzureWebJobsStorage"  # a connection string: Azurite, locally
@@ -82,6 +86,8 @@ EVERY_SETTING = (
     # Flex Consumption takes the language from the site's runtime settings, not this one.
     _setting("FUNCTIONS_WORKER_RUNTIME", "host", in_azure=False),
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
+    # The host's own page at `/` gives way to the app's, which leads to the console.
+    _setting("AzureWebJobsDisableHomepage", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
@@ -96,6 +102,9 @@ DEFAULT_STORAGE_SUFFIX = "core.windows.net"  # sovereign clouds: core.chinacloud
 DEFAULT_SERVICEBUS_SUFFIX = "servicebus.windows.net"
 # Without either setting: the Functions host's own local address.
 DEFAULT_PUBLIC_BASE_URL = "http://localhost:7071"
+# The Functions host's configuration, deployed beside function_app.py.
+HOST_JSON = Path(__file__).resolve().parent.parent / "host.json"
+DEFAULT_MAX_DEQUEUE_COUNT = 5  # the Functions host's, where host.json names none
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
@@ -127,6 +136,8 @@ class Settings:
     storage_identity: StorageIdentity | None = None
     identity_endpoint: str | None = None  # where the platform serves the app identity's tokens
     public_base_url: str = DEFAULT_PUBLIC_BASE_URL  # scheme and host (and path) of the API
+    # The delivery at which the host gives a queue message up (host.json's maxDequeueCount).
+    max_dequeue_count: int = DEFAULT_MAX_DEQUEUE_COUNT
 
     @property
     def horizon(self) -> timedelta:
@@ -185,7 +196,22 @@ class Settings:
             servicebus_endpoint=environment.get(SERVICEBUS_ENDPOINT) or None,
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
             public_base_url=_public_base_url(environment),
+            max_dequeue_count=max_dequeue_count(),
         )
+
+
+def max_dequeue_count(host_json: Path = HOST_JSON) -> int:
+    """host.json's `extensions.queues.maxDequeueCount`, which the Functions host (and the local
+    host) reads too: the delivery at which a queue message is given up to `<queue>-poison`."""
+    try:
+        text = host_json.read_text()
+    except FileNotFoundError:
+        return DEFAULT_MAX_DEQUEUE_COUNT
+    queues = json.loads(text).get("extensions", {}).get("queues", {})
+    count = queues.get("maxDequeueCount", DEFAULT_MAX_DEQUEUE_COUNT)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise SettingError(f"host.json's maxDequeueCount must be a whole number above 0: {count!r}")
+    return count
 
 
 def _public_base_url(environment: Mapping[str, str]) -> str:

@@ -19,18 +19,20 @@ from typing import Any
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
 from devhost.azurite import queue_endpoint_template
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
+from shared.execution import messages
 from shared.execution.timer import tick
 from shared.services import build
-from shared.settings import Settings
+from shared.settings import Settings, max_dequeue_count
 from shared.storage.due_index import BUCKET, bucket_of
-from shared.storage.store import Preconditions, Store, Stored
+from shared.storage.interface import Preconditions, Store, Stored
 
 START = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
 LOCAL = "localhost,127.0.0.0/8"
-MAX_DELIVERIES = 5  # host.json maxDequeueCount
+MAX_DELIVERIES = max_dequeue_count()  # host.json's, as the app reads it
 # A premium collection: up to 1,000 jobs (a benchmark fills one), each at most once a minute.
 COLLECTION = {"location": "westeurope", "properties": {"sku": {"name": "P20Premium"}}}
 
@@ -58,7 +60,7 @@ class Pipeline:
         self.services = build(
             settings, clock=self.clock, sleep=lambda seconds: None, queue_name=f"exec{suffix}",
             due_table=f"due{suffix}", follow_up_gathering=timedelta(0),
-            action_timeout=action_timeout, max_deliveries=MAX_DELIVERIES, store=store,
+            action_timeout=action_timeout, store=store,
         )  # fmt: skip
         self.store, self.index = self.services.store, self.services.due_index
         self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
@@ -69,8 +71,8 @@ class Pipeline:
         # reading client would encode a message again when it is made visible again).
         self._incoming = QueueClient.from_connection_string(storage, f"exec{suffix}")
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
-        self.services.scheduling.save_collection(
-            self.collection, new_collection(CollectionBody.model_validate(COLLECTION)),
+        self.services.scheduling.save_collection_with_jobs(
+            self.collection, CollectionDocument.created(CollectionBody.model_validate(COLLECTION)),
             self.clock(), preconditions=Preconditions(), previous=None,
         )  # fmt: skip
         self.poisoned: list[str] = []
@@ -94,7 +96,9 @@ class Pipeline:
 
     # --- time ---
 
-    def advance(self, by: timedelta, *, on_message: Callable[[str, int], None] | None = None) -> int:
+    def advance(
+        self, by: timedelta, *, on_message: Callable[[str, int], None] | None = None
+    ) -> int:
         """Live through `by`: at each due time, tick and run what is due; how many messages ran."""
         until = self.clock() + by
         handled = self.drain(on_message)
@@ -123,14 +127,24 @@ class Pipeline:
             cursor = end
         return None
 
+    def handle(self, text: str, dequeue_count: int) -> None:
+        """Run one message as the executor function does: decoded once, then handed on."""
+        received = messages.received(text)
+        if isinstance(received, messages.DueRange):
+            self.services.fan_out.handle(received, dequeue_count)
+        elif received is not None:
+            self.executor.handle(received, dequeue_count)
+
     def drain(self, on_message: Callable[[str, int], None] | None = None) -> int:
         handled = 0
-        while batch := list(next(self._incoming.receive_messages(messages_per_page=32).by_page(), [])):
+        while batch := list(
+            next(self._incoming.receive_messages(messages_per_page=32).by_page(), [])
+        ):
             for message in batch:
                 text = base64.b64decode(message.content).decode()
                 handled += 1
                 try:
-                    (on_message or self.executor.handle)(text, message.dequeue_count)
+                    (on_message or self.handle)(text, message.dequeue_count)
                 except Exception:  # as the Functions host does: again, or to the poison queue
                     if message.dequeue_count < MAX_DELIVERIES:
                         self._incoming.update_message(message, visibility_timeout=0)
@@ -141,4 +155,7 @@ class Pipeline:
 
     def messages(self) -> list[dict[str, Any]]:
         """What is visible on the queue now, without taking it."""
-        return [json.loads(base64.b64decode(m.content)) for m in self.queue.peek_messages(max_messages=32)]
+        return [
+            json.loads(base64.b64decode(m.content))
+            for m in self.queue.peek_messages(max_messages=32)
+        ]

@@ -17,7 +17,15 @@ from tree_sitter import Language, Node, Parser
 
 from shared.api.routes import CLASSIC_ROUTES, ROUTES
 from shared.console.pages import ROUTES as CONSOLE_ROUTES
-from shared.settings import EVERY_SETTING, STORAGE, STORAGE_QUEUE_URI, STORAGE_TABLE_URI, Settings
+from shared.settings import (
+    EVERY_SETTING,
+    STORAGE,
+    STORAGE_QUEUE_URI,
+    STORAGE_TABLE_URI,
+    SettingError,
+    Settings,
+    max_dequeue_count,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "infra"
@@ -287,11 +295,26 @@ def test_host_json_is_what_the_functions_host_expects() -> None:
     assert host["extensions"]["queues"]["messageEncoding"] == "base64"
 
 
+def test_the_app_gives_up_at_the_delivery_host_json_names(tmp_path: Path) -> None:
+    """The executor records an attempt as failed at the delivery at which the host poisons its
+    message: one number, host.json's, read by the app as by the host."""
+    assert Settings.from_environment({}).max_dequeue_count == json.loads((ROOT / "host.json").read_text())["extensions"]["queues"]["maxDequeueCount"]
+    host_json = tmp_path / "host.json"
+    host_json.write_text(json.dumps({"version": "2.0", "extensions": {"queues": {"maxDequeueCount": 3}}}))
+    assert max_dequeue_count(host_json) == 3
+    host_json.write_text(json.dumps({"version": "2.0"}))
+    assert max_dequeue_count(host_json) == 5  # the Functions host's default
+    assert max_dequeue_count(tmp_path / "absent.json") == 5
+    host_json.write_text(json.dumps({"extensions": {"queues": {"maxDequeueCount": "5"}}}))
+    with pytest.raises(SettingError, match="maxDequeueCount"):
+        max_dequeue_count(host_json)
+
+
 def test_the_host_discovers_every_function(functions: list[Any]) -> None:
     found = {function.get_function_name(): function.get_trigger().get_dict_repr()["type"] for function in functions}
     expected = {route.name: "httpTrigger" for route in [*ROUTES, *CLASSIC_ROUTES, *CONSOLE_ROUTES]} | {
         "openapi_document": "httpTrigger", "health_check": "httpTrigger",
-        "console_page": "httpTrigger", "console_file": "httpTrigger", "due_attempts_timer": "timerTrigger",
+        "console_page": "httpTrigger", "console_file": "httpTrigger", "root_to_console": "httpTrigger", "due_attempts_timer": "timerTrigger",
         "retention_timer": "timerTrigger", "executor": "queueTrigger",
     }  # fmt: skip
     assert found == expected

@@ -16,7 +16,7 @@ import azure.functions as func
 import pytest
 
 from shared.api.arm import ApiRequest, serve
-from shared.api.classic import serve_classic
+from shared.api.classic.serving import serve_classic
 from shared.api.job_operations import put_job
 from shared.domain.wire import iso
 from shared.logs import QUIETED_LOGGERS

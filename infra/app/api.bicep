@@ -35,6 +35,8 @@ var appSettings = {
   AzureWebJobsStorage__tableServiceUri: account.properties.primaryEndpoints.table
   AzureWebJobsStorage__credential: 'managedidentity'
   AzureWebJobsStorage__clientId: identityClientId
+  // The service's root address leads to the console, not to the Functions host's own page.
+  AzureWebJobsDisableHomepage: 'true'
   APPLICATIONINSIGHTS_CONNECTION_STRING: insights.properties.ConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
   // The scheduler's own (docs/settings.md, "The app's own").

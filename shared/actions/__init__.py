@@ -1,7 +1,9 @@
 """Performing a job's actions: one `ActionPerformer` per kind of action, looked up by its type.
 
 Each performer lives in its own module (`http`, `storage_queue`, `service_bus`); `Actions` picks
-the one the action's `type` names and turns whatever happens into an `Outcome`.
+the one the action's `type` names, hands it the action as typed records (the wire models of
+shared/domain/job_definition.py, read from the stored definition), and turns whatever happens
+into an `Outcome`.
 """
 
 from __future__ import annotations
@@ -10,24 +12,33 @@ import logging
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import NamedTuple, Protocol
 
 from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
-from shared.domain.job_definition import ActionName, ActionType
+from shared.domain.job_definition import Action, ActionName, ActionType, ErrorAction
 from shared.domain.job_document import secret_values
 from shared.domain.redaction import masked_values, redact_text
+from shared.domain.wire import JsonObject
 
 log = logging.getLogger("scheduler.actions")
 
 
+class Performed(NamedTuple):
+    """How a performer's action went."""
+
+    succeeded: bool
+    message: str  # what history keeps
+
+
 class ActionPerformer(Protocol):
     def perform(
-        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
-    ) -> tuple[bool, str]:
-        """Perform one action as stored; (succeeded, the message history keeps). `region` is
-        the job collection's location, which a StorageQueue message names."""
+        self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = ""
+    ) -> Performed:
+        """Perform one action: the main action or its errorAction (an `ErrorAction` is what
+        both hold; the main action's model adds only the errorAction itself). `region` is the
+        job collection's location, which a StorageQueue message names."""
         ...
 
     def close(self) -> None:
@@ -42,21 +53,23 @@ class Actions:
         self._clock, self._performers = clock, performers
 
     def perform(
-        self, definition: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
+        self, definition: JsonObject, job: JobId, attempt: Attempt, region: str = ""
     ) -> Outcome:
         """Run the attempt's action (the main one or the errorAction) and say how it went."""
-        action = definition["action"]
-        if attempt.action is ActionName.ERROR_ACTION:
-            action = action["errorAction"]
+        stored = definition["action"]
+        error_action = attempt.action is ActionName.ERROR_ACTION
+        if error_action:
+            stored = stored["errorAction"]
         started = self._clock()
-        performer = self._performers.get(action["type"])
+        performer = self._performers.get(stored["type"])
         if performer is None:
-            message = f"The action could not be performed: no performer for type {action['type']}"
+            message = f"The action could not be performed: no performer for type {stored['type']}"
             return Outcome(False, started, self._clock(), message)
         # What a target echoes back (a body quoting the request), or an exception quotes, must
         # not carry the job's secrets into history and the logs.
         secrets = secret_values(definition)
         try:
+            action = (ErrorAction if error_action else Action).model_validate(stored)
             succeeded, message = performer.perform(action, job, attempt, region)
         except Exception as error:  # a fault of ours is a failed attempt, never a lost record
             # The traceback goes through redact_text: an exception's message may quote the

@@ -14,7 +14,6 @@ import hashlib
 import os
 import ssl
 import tempfile
-from typing import Any
 
 import httpx
 from cryptography.hazmat.primitives.serialization import (
@@ -24,6 +23,7 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
+from shared.actions import Performed
 from shared.actions.clients import ClientPool
 from shared.actions.managed_identity import IdentityTokens
 from shared.actions.oauth import TokenCache, TokenUnavailable
@@ -31,7 +31,7 @@ from shared.actions.outbound import OutboundPolicy, guarded_client, tls_context
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.audiences import audience_refusal
 from shared.domain.ids import JobId
-from shared.domain.job_definition import HttpAuthenticationType
+from shared.domain.job_definition import ErrorAction, HttpAuthentication, HttpAuthenticationType
 from shared.domain.redaction import masked_values, redact_text
 from shared.domain.wire import iso
 
@@ -61,41 +61,47 @@ class HttpActions:
         self._certificate_clients: ClientPool[httpx.Client] = ClientPool(_MOST_CERTIFICATE_CLIENTS)
 
     def perform(
-        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
-    ) -> tuple[bool, str]:
-        """Send the request; (succeeded, the message history keeps)."""
-        request = action["request"]
-        uri = request["uri"]
+        self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = ""
+    ) -> Performed:
+        """Send the request, and say how it went."""
+        request = action.request
+        if request is None:
+            raise ValueError("an Http action without its request")
+        uri = request.uri
         host = httpx.URL(uri).host
-        authentication = request.get("authentication") or {}
-        kind = authentication.get("type")
+        authentication = request.authentication
+        kind = authentication.type if authentication else None
         # The job's own headers, except any that would pass for the service's identity headers.
         own = {
             name: value
-            for name, value in (request.get("headers") or {}).items()
+            for name, value in (request.headers or {}).items()
             if not name.lower().startswith(IDENTITY_PREFIX)
         }
         headers = {**own, **identity_headers(job, attempt)}
         client, auth, token = self._client, None, ""
         try:
-            if kind == HttpAuthenticationType.BASIC.value:
-                auth = httpx.BasicAuth(authentication["username"], authentication["password"])
-            elif kind == HttpAuthenticationType.ACTIVE_DIRECTORY_OAUTH.value:
+            if authentication is None:
+                pass
+            elif kind is HttpAuthenticationType.BASIC:
+                auth = httpx.BasicAuth(authentication.username or "", authentication.password or "")
+            elif kind is HttpAuthenticationType.ACTIVE_DIRECTORY_OAUTH:
                 token = self._tokens.token(authentication)
-            elif kind == HttpAuthenticationType.CLIENT_CERTIFICATE.value:
+            elif kind is HttpAuthenticationType.CLIENT_CERTIFICATE:
                 client = self._certificate_client(authentication)
-            elif kind == HttpAuthenticationType.MANAGED_SERVICE_IDENTITY.value:
+            elif kind is HttpAuthenticationType.MANAGED_SERVICE_IDENTITY:
                 token = self._identity_token(authentication, uri)
         except TokenUnavailable as failure:
-            return False, f"Http Action - No token for host '{host}': {failure}"
+            return Performed(False, f"Http Action - No token for host '{host}': {failure}")
         except ValueError as failure:
-            return False, f"Http Action - The client certificate cannot be used: {failure}"
+            return Performed(
+                False, f"Http Action - The client certificate cannot be used: {failure}"
+            )
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        body = request.get("body")
+        body = request.body
         try:
             with client.stream(
-                request["method"].upper(),
+                request.method.upper(),
                 uri,
                 headers=headers,
                 content=body.encode() if body is not None else None,
@@ -105,23 +111,25 @@ class HttpActions:
                 status = f"{response.status_code} {response.reason_phrase}".strip()
                 succeeded = response.is_success
         except httpx.TimeoutException:
-            return False, f"Http Action - Request to host '{host}' timed out"
+            return Performed(False, f"Http Action - Request to host '{host}' timed out")
         except httpx.HTTPError as failure:
             # Some of httpx's messages quote the URL, and history is shown to whoever reads it.
-            return (
+            return Performed(
                 False,
                 f"Http Action - Request to host '{host}' failed: {redact_text(str(failure))}",
             )
         # A target that echoes the request would put the token into history.
         shown = masked_values(shown, {token})
-        return succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
+        return Performed(
+            succeeded, f"Http Action - Response from host '{host}': '{status}' Body: {shown}"
+        )
 
     def close(self) -> None:
         self._client.close()
         for client in self._certificate_clients.take_all():
             client.close()
 
-    def _identity_token(self, authentication: dict[str, Any], uri: str) -> str:
+    def _identity_token(self, authentication: HttpAuthentication, uri: str) -> str:
         if self._identity is None:
             raise TokenUnavailable(
                 "the app has no managed identity here (the platform sets IDENTITY_ENDPOINT "
@@ -132,24 +140,25 @@ class HttpActions:
                 "the app's identity is not lent for calls to the app's own storage account"
             )
         # Checked at the save too; here again for jobs saved before the rule was.
-        refusal = audience_refusal(authentication["audience"], uri)
+        audience = authentication.audience or ""
+        refusal = audience_refusal(audience, uri)
         if refusal is not None:
             raise TokenUnavailable(f"the audience {refusal}")
-        return self._identity.token(authentication["audience"], authentication.get("clientId"))
+        return self._identity.token(audience, authentication.client_id)
 
-    def _certificate_client(self, authentication: dict[str, Any]) -> httpx.Client:
+    def _certificate_client(self, authentication: HttpAuthentication) -> httpx.Client:
         key = hashlib.sha256(
-            f"{authentication['pfx']}\n{authentication.get('password') or ''}".encode()
+            f"{authentication.pfx}\n{authentication.password or ''}".encode()
         ).hexdigest()
         return self._certificate_clients.get(
             key, lambda: guarded_client(self._policy, self._with_certificate(authentication))
         )
 
-    def _with_certificate(self, authentication: dict[str, Any]) -> ssl.SSLContext:
+    def _with_certificate(self, authentication: HttpAuthentication) -> ssl.SSLContext:
         """A TLS context presenting the job's certificate (ssl loads keys only from files)."""
-        password = (authentication.get("password") or "").encode()
+        password = (authentication.password or "").encode()
         key, certificate, chain = pkcs12.load_key_and_certificates(
-            base64.b64decode(authentication["pfx"]), password or None
+            base64.b64decode(authentication.pfx or ""), password or None
         )
         if key is None or certificate is None:
             raise ValueError("the pfx holds no certificate with its private key")

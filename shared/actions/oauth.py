@@ -13,10 +13,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from shared.domain.job_definition import HttpAuthentication
 
 # A token is renewed this long before it expires, so that no call carries a token about to lapse.
 RENEW_BEFORE = timedelta(minutes=5)
@@ -42,13 +43,13 @@ class TokenCache:
         self._tokens: dict[tuple[str, ...], _Token] = {}
         self._lock = threading.Lock()
 
-    def token(self, authentication: dict[str, Any]) -> str:
+    def token(self, authentication: HttpAuthentication) -> str:
         """A bearer token for the job's tenant, client and audience."""
         key = (
-            authentication["tenant"].lower(),
-            authentication["clientId"],
-            authentication["audience"],
-            hashlib.sha256(authentication["secret"].encode()).hexdigest(),
+            (authentication.tenant or "").lower(),
+            authentication.client_id or "",
+            authentication.audience or "",
+            hashlib.sha256((authentication.secret or "").encode()).hexdigest(),
         )
         with self._lock:
             cached = self._tokens.get(key)
@@ -59,17 +60,17 @@ class TokenCache:
             self._tokens[key] = fresh
         return fresh.value
 
-    def _request(self, authentication: dict[str, Any]) -> _Token:
-        url = f"{self._authority}/{quote(authentication['tenant'], safe='')}/oauth2/token"
+    def _request(self, authentication: HttpAuthentication) -> _Token:
+        url = f"{self._authority}/{quote(authentication.tenant or '', safe='')}/oauth2/token"
         asked_at = self._clock()
         try:
             response = self._client.post(
                 url,
                 data={
                     "grant_type": "client_credentials",
-                    "client_id": authentication["clientId"],
-                    "client_secret": authentication["secret"],
-                    "resource": authentication["audience"],
+                    "client_id": authentication.client_id,
+                    "client_secret": authentication.secret,
+                    "resource": authentication.audience,
                 },
                 timeout=TOKEN_TIMEOUT_S,
             )

@@ -30,12 +30,19 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
 )
 
+from shared.actions import Performed
 from shared.actions.clients import ClientPool
 from shared.actions.http import IDENTITY_PREFIX, identity_headers
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import JobId
-from shared.domain.job_definition import ActionName, ActionType, read_duration
-from shared.domain.wire import parse_iso
+from shared.domain.job_definition import (
+    ActionName,
+    ActionType,
+    BrokeredMessageProperties,
+    ErrorAction,
+    ServiceBusActionMessage,
+    read_duration,
+)
 from shared.settings import Settings
 
 SEND_TIMEOUT_S = 60  # the same bound as an HTTP action's, opening the sender included
@@ -43,41 +50,45 @@ _CLOSE_TIMEOUT_S = 5
 _MOST_SENDERS = 64
 _VIA_PARTITION_KEY = b"x-opt-via-partition-key"
 _PROPERTY_NAMES = {  # brokeredMessageProperties → the SDK's ServiceBusMessage keywords
-    "contentType": "content_type",
-    "correlationId": "correlation_id",
+    "content_type": "content_type",
+    "correlation_id": "correlation_id",
     "label": "subject",
-    "messageId": "message_id",
-    "partitionKey": "partition_key",
-    "replyTo": "reply_to",
-    "replyToSessionId": "reply_to_session_id",
-    "sessionId": "session_id",
+    "message_id": "message_id",
+    "partition_key": "partition_key",
+    "reply_to": "reply_to",
+    "reply_to_session_id": "reply_to_session_id",
+    "session_id": "session_id",
     "to": "to",
 }
 
 
-def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> ServiceBusMessage:
+def brokered_message(
+    wanted: ServiceBusActionMessage, job: JobId, attempt: Attempt
+) -> ServiceBusMessage:
     """The message a Service Bus action sends: its body, mapped properties and custom ones.
 
     The occurrence's identity travels as application properties named like the HTTP action's
     headers, and, unless the job sets its own, as the message id: an entity with duplicate
     detection then drops a duplicate delivery by itself.
     """
-    given = wanted.get("brokeredMessageProperties") or {}
+    given = wanted.brokered_message_properties or BrokeredMessageProperties()
     keywords: dict[str, Any] = {
-        keyword: given[name] for name, keyword in _PROPERTY_NAMES.items() if given.get(name)
+        keyword: value
+        for name, keyword in _PROPERTY_NAMES.items()
+        if (value := getattr(given, name))
     }
     # An errorAction's message is another message than the main action's: its own id.
     own_id = execution_id(job, attempt)
     if attempt.action is ActionName.ERROR_ACTION:
         own_id += "-error"
     keywords.setdefault("message_id", own_id)
-    if given.get("scheduledEnqueueTimeUtc"):
-        keywords["scheduled_enqueue_time_utc"] = parse_iso(given["scheduledEnqueueTimeUtc"])
-    if given.get("timeToLive"):
-        keywords["time_to_live"] = read_duration(given["timeToLive"])
+    if given.scheduled_enqueue_time_utc:
+        keywords["scheduled_enqueue_time_utc"] = given.scheduled_enqueue_time_utc
+    if given.time_to_live:
+        keywords["time_to_live"] = read_duration(given.time_to_live)
     properties: dict[str | bytes, Any] = {
         name: value
-        for name, value in (wanted.get("customMessageProperties") or {}).items()
+        for name, value in (wanted.custom_message_properties or {}).items()
         if not name.lower().startswith(IDENTITY_PREFIX)
     }
     # .items(): the SDK's keys may be bytes too, which a dict[str, str] does not take as a key.
@@ -85,22 +96,22 @@ def brokered_message(wanted: dict[str, Any], job: JobId, attempt: Attempt) -> Se
     # session_id first: the SDK checks a partition key against it
     session_id = keywords.pop("session_id", None)
     message = ServiceBusMessage(
-        wanted.get("message") or "",
+        wanted.message or "",
         session_id=session_id,
         application_properties=properties,
         **keywords,
     )
     amqp = message.raw_amqp_message
-    if given.get("viaPartitionKey"):
+    if given.via_partition_key:
         amqp.annotations = {
             **(amqp.annotations or {}),
-            _VIA_PARTITION_KEY: given["viaPartitionKey"],
+            _VIA_PARTITION_KEY: given.via_partition_key,
         }
-    if given.get("forcePersistence") is not None:
+    if given.force_persistence is not None:
         header = amqp.header
         if header is None:  # a new message has one; made as the SDK makes a missing one
             header = amqp.header = AmqpMessageHeader()
-        header.durable = bool(given["forcePersistence"])
+        header.durable = given.force_persistence
     return message
 
 
@@ -143,29 +154,36 @@ class ServiceBusActions:
         self._starting = threading.Lock()
 
     def perform(
-        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
-    ) -> tuple[bool, str]:
-        """Send the message; (succeeded, the message history keeps)."""
-        topic = action["type"] == ActionType.SERVICE_BUS_TOPIC.value
-        wanted = action["serviceBusTopicMessage" if topic else "serviceBusQueueMessage"]
-        entity = wanted["topicPath" if topic else "queueName"]
+        self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = ""
+    ) -> Performed:
+        """Send the message, and say how it went."""
+        wanted: ServiceBusActionMessage | None
+        topic = action.type is ActionType.SERVICE_BUS_TOPIC
+        if topic:
+            wanted = topic_message = action.service_bus_topic_message
+            entity = topic_message.topic_path if topic_message else None
+        else:
+            wanted = queue_message = action.service_bus_queue_message
+            entity = queue_message.queue_name if queue_message else None
+        if wanted is None:
+            raise ValueError(f"a {action.type.value} action without its message")
         kind = "topic" if topic else "queue"
-        where = f"{kind} '{entity}' of namespace '{wanted['namespace']}'"
+        where = f"{kind} '{entity}' of namespace '{wanted.namespace}'"
         label = f"ServiceBus{kind.title()} Action"
         try:
             message = brokered_message(wanted, job, attempt)
         except (ValueError, TypeError) as unusable:
-            return False, f"{label} - The message cannot be built: {unusable}"
-        authentication = wanted.get("authentication") or {}
-        key = authentication.get("sasKey") or ""
-        host, tls = self._settings.service_bus_host(wanted["namespace"])
+            return Performed(False, f"{label} - The message cannot be built: {unusable}")
+        authentication = wanted.authentication
+        key = (authentication.sas_key if authentication else None) or ""
+        host, tls = self._settings.service_bus_host(wanted.namespace or "")
         address = _Address(
             host,
             tls,
-            authentication.get("sasKeyName") or "",
+            (authentication.sas_key_name if authentication else None) or "",
             hashlib.sha256(key.encode()).hexdigest(),
             topic,
-            entity,
+            entity or "",
         )
         with self._starting:  # the loop starts with the first Service Bus action, if one comes
             if not self._thread.is_alive():
@@ -174,18 +192,18 @@ class ServiceBusActions:
         try:
             sent.result(timeout=self._timeout + _CLOSE_TIMEOUT_S + 5)  # the send bounds itself
         except (TimeoutError, FutureTimeout):
-            return False, f"{label} - Sending to {where} timed out after {self._timeout:g} s"
+            failure = f"Sending to {where} timed out after {self._timeout:g} s"
         except MessagingEntityNotFoundError:
-            return False, f"{label} - There is no {where}"
+            failure = f"There is no {where}"
         except (ServiceBusAuthenticationError, ServiceBusAuthorizationError):
-            return False, (
-                f"{label} - The shared access key '{address.key_name}' was refused for {where}"
-            )
+            failure = f"The shared access key '{address.key_name}' was refused for {where}"
         except ServiceBusConnectionError:
-            return False, f"{label} - The namespace of {where} could not be reached"
+            failure = f"The namespace of {where} could not be reached"
         except ServiceBusError as failed:
-            return False, f"{label} - Sending to {where} failed: {_first_line(failed)}"
-        return True, f"{label} - The message was sent to {where}"
+            failure = f"Sending to {where} failed: {_first_line(failed)}"
+        else:
+            return Performed(True, f"{label} - The message was sent to {where}")
+        return Performed(False, f"{label} - {failure}")
 
     def close(self) -> None:
         if not self._thread.is_alive():

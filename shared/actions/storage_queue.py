@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 from xml.sax.saxutils import escape
 
 from azure.core.exceptions import (
@@ -24,9 +23,11 @@ from azure.core.exceptions import (
 )
 from azure.storage.queue import LinearRetry, QueueClient, TextBase64EncodePolicy
 
+from shared.actions import Performed
 from shared.actions.clients import ClientPool
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import JobId
+from shared.domain.job_definition import ErrorAction
 from shared.domain.wire import iso
 from shared.settings import Settings
 from shared.transport import with_pooled_transport
@@ -68,26 +69,28 @@ class StorageQueueActions:
         self._clients: ClientPool[QueueClient] = ClientPool(_MOST_CLIENTS)
 
     def perform(
-        self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = ""
-    ) -> tuple[bool, str]:
-        """Put the message on the queue; (succeeded, the message history keeps)."""
-        wanted = action["queueMessage"]
-        account, queue, sas = wanted["storageAccount"], wanted["queueName"], wanted["sasToken"]
+        self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = ""
+    ) -> Performed:
+        """Put the message on the queue, and say how it went."""
+        wanted = action.queue_message
+        if wanted is None:
+            raise ValueError("a StorageQueue action without its queueMessage")
+        account, queue, sas = wanted.storage_account, wanted.queue_name, wanted.sas_token
         where = f"queue '{queue}' of storage account '{account}'"
-        text = envelope(wanted["message"], job, attempt, region)
+        text = envelope(wanted.message, job, attempt, region)
         try:
             self._client(account, queue, sas).send_message(text)
         except ClientAuthenticationError as refused:
-            return False, _said(f"The SAS token was refused for {where}", refused, sas)
+            return _failed(f"The SAS token was refused for {where}", refused, sas)
         except ResourceNotFoundError as missing:
-            return False, _said(f"There is no {where}", missing, sas)
+            return _failed(f"There is no {where}", missing, sas)
         except ServiceRequestError as unreachable:
-            return False, _said(f"Storage for {where} could not be reached", unreachable, sas)
+            return _failed(f"Storage for {where} could not be reached", unreachable, sas)
         except HttpResponseError as failed:
-            return False, _said(f"Storage refused the message for {where}", failed, sas)
+            return _failed(f"Storage refused the message for {where}", failed, sas)
         except (AzureError, ValueError) as failed:
-            return False, _said(f"The message could not be put on {where}", failed, sas)
-        return True, f"StorageQueue Action - The message was put on {where}"
+            return _failed(f"The message could not be put on {where}", failed, sas)
+        return Performed(True, f"StorageQueue Action - The message was put on {where}")
 
     def close(self) -> None:
         for client in self._clients.take_all():
@@ -112,8 +115,8 @@ class StorageQueueActions:
         )
 
 
-def _said(what: str, error: Exception, sas: str) -> str:
-    """History's message for a failure, with no trace of the SAS token in it."""
+def _failed(what: str, error: Exception, sas: str) -> Performed:
+    """A failure, with no trace of the SAS token in what history keeps of it."""
     reason = getattr(error, "reason", None) or ""
     code = getattr(error, "error_code", None) or ""
     code = getattr(code, "value", code)  # an enum: its value is the code as Azure spells it
@@ -122,4 +125,4 @@ def _said(what: str, error: Exception, sas: str) -> str:
     if not detail:
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
     detail = _SIGNATURE.sub(r"\1<redacted>", detail.replace(sas.lstrip("?"), "<sas token>"))
-    return f"StorageQueue Action - {what}: {detail[:300]}"
+    return Performed(False, f"StorageQueue Action - {what}: {detail[:300]}")

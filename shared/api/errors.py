@@ -4,10 +4,10 @@ place where the errors of the layers below become ARM errors."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
-from shared.domain.problems import InvalidRequest, Refused, RuleBroken
+from shared.domain.problems import FieldError, InvalidRequest, Refused, RuleBroken
 from shared.domain.templates.deployment import TemplateError
 from shared.storage.errors import (
     EtagMismatch,
@@ -16,6 +16,36 @@ from shared.storage.errors import (
     QuotaExceeded,
     StorageError,
 )
+
+
+class ErrorDetail(TypedDict):
+    code: str
+    target: str  # the JSON path of the field
+    message: str
+
+
+class TemplateViolation(TypedDict):
+    resource: str
+    property: str
+    expression: str | None
+
+
+class AdditionalInfo(TypedDict):
+    type: str
+    info: TemplateViolation
+
+
+class ErrorBody(TypedDict):
+    code: str
+    message: str
+    details: NotRequired[list[ErrorDetail]]
+    additionalInfo: NotRequired[list[AdditionalInfo]]
+
+
+class ErrorEnvelope(TypedDict):
+    """ARM's error body: `{"error": {"code", "message", ...}}`."""
+
+    error: ErrorBody
 
 
 class ArmError(Exception):
@@ -29,13 +59,30 @@ class ArmError(Exception):
         self.message = message
 
     @property
-    def envelope(self) -> dict[str, dict[str, str]]:
+    def envelope(self) -> ErrorEnvelope:
         return {"error": {"code": self.code, "message": self.message}}
 
 
 class BadRequest(ArmError):
     status = 400
     code = "BadRequest"
+
+
+class InvalidFields(BadRequest):
+    """A body that breaks rules: the message lists them all, and ARM's error `details` name each
+    one's field (`target`, a JSON path) so that a form can show each problem beside its field."""
+
+    def __init__(self, message: str, errors: Sequence[FieldError]) -> None:
+        super().__init__(message)
+        self.errors = tuple(errors)
+
+    @property
+    def envelope(self) -> ErrorEnvelope:
+        details: list[ErrorDetail] = [
+            {"code": self.code, "target": error.field, "message": error.problem}
+            for error in self.errors
+        ]
+        return {"error": {"code": self.code, "message": self.message, "details": details}}
 
 
 class MissingApiVersion(ArmError):
@@ -172,15 +219,15 @@ class InvalidTemplate(ArmError):
 
     def __init__(self, error: TemplateError) -> None:
         super().__init__(error.message)
-        self.violation = {
+        self.violation: TemplateViolation = {
             "resource": error.resource,
             "property": error.property,
             "expression": error.expression,
         }
 
     @property
-    def envelope(self) -> dict[str, Any]:
-        info = {"type": "TemplateViolation", "info": self.violation}
+    def envelope(self) -> ErrorEnvelope:
+        info: AdditionalInfo = {"type": "TemplateViolation", "info": self.violation}
         return {"error": {"code": self.code, "message": self.message, "additionalInfo": [info]}}
 
 
@@ -192,7 +239,7 @@ def arm_error(error: Exception) -> ArmError | None:
         case TemplateError():
             return InvalidTemplate(error)
         case InvalidRequest():
-            return BadRequest(error.message)
+            return InvalidFields(error.message, error.errors)
         case Refused():
             return Conflict(error.message)
         case NotFound(resource=JobId() as job):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from shared.domain.wire import iso
+from shared.domain.wire import JsonObject, iso
 from shared.services import EXECUTIONS_QUEUE, Services, utc_now
 
 PROBE_DEADLINE_S = 5.0
@@ -39,7 +39,7 @@ class Probe(Generic[Value]):
     problem: str | None = None
 
 
-def check(services: Callable[[], Services]) -> tuple[int, dict[str, Any]]:
+def check(services: Callable[[], Services]) -> tuple[int, JsonObject]:
     """Probe storage and the timer's record: the HTTP status and the report.
 
     `services` is called inside the deadline too: building them creates tables, which waits
@@ -67,7 +67,7 @@ def report(
     last_tick: Probe[datetime | None],
     depth: Probe[int],
     late: Probe[timedelta] | None = None,
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, JsonObject]:
     """The status and body for what the probes found: 503 when storage cannot be reached,
     "degraded", with its reasons, when the timer has not ticked within TICK_OVERDUE or the
     queue outgrows the executor (MOST_LATE, MOST_DEPTH)."""
@@ -85,7 +85,7 @@ def report(
     if depth.value is not None and depth.value > MOST_DEPTH:
         reasons.append(f"the execution queue holds {depth.value} messages, more than {MOST_DEPTH}")
     status = "unhealthy" if not reachable else "degraded" if reasons else "healthy"
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "status": status,
         "time": iso(now),
         "storage": {

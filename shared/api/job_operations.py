@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
 from shared.api.query import equality_filter, page_bounds, whole_number
-from shared.domain.collection import CollectionState, SkuName
+from shared.domain.collection import CollectionState
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest
-from shared.domain.wire import iso, merge_patch
+from shared.domain.schedule.timezones import iana_name
+from shared.domain.schedule.words import describe_schedule
+from shared.domain.wire import JsonObject, iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import PageBounds, StoredJob
+from shared.storage.interface import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -64,7 +64,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
-    deleted = services.store.delete_job(_job_id(request), request.preconditions)
+    deleted = services.scheduling.delete_job(_job_id(request), request.preconditions)
     return ApiResponse(200 if deleted else 204)
 
 
@@ -136,17 +136,25 @@ def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
 
 
 def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
-    """Our extension: check a job body without saving it, and show when it would run."""
+    """Our extension: check a job body without saving it, and show when it would run: the
+    times in UTC, the schedule in words, and the IANA name of its time zone (for local times)."""
     collection = services.store.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
-    sku = SkuName(collection.document["properties"]["sku"]["name"])
+    sku = collection.document.sku
     defined_at = services.now()
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
-    occurrences = occurrences_of(stored_definition(body.properties), defined_at)
-    upcoming = occurrences.upcoming(_preview_count(request))
-    return ApiResponse(200, {"value": [iso(instant) for instant in upcoming]})
+    definition = stored_definition(body.properties)
+    upcoming = occurrences_of(definition, defined_at).upcoming(_preview_count(request))
+    answer: JsonObject = {
+        "value": [iso(instant) for instant in upcoming],
+        "schedule": describe_schedule(definition),
+    }
+    zone = iana_name((definition.get("recurrence") or {}).get("timeZone"))
+    if zone is not None:  # a schedule in UTC has none
+        answer["timeZone"] = zone
+    return ApiResponse(200, answer)
 
 
 # --- the steps ------------------------------------------------------------------------------
@@ -171,7 +179,7 @@ def _job_id(request: ApiRequest) -> JobId:
     return JobId.of(collection_id(request), request.route["jobName"])
 
 
-def _job_resource(stored: StoredJob) -> dict[str, Any]:
+def _job_resource(stored: StoredJob) -> JsonObject:
     return {
         "id": stored.id.arm_id,
         "type": JOB_TYPE,

@@ -21,18 +21,18 @@ from shared.api.template_operations import ImportRequest
 from shared.domain.collection import CollectionBody, CollectionState
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
 from shared.domain.job_definition import FINAL_STATES, HistoryStatus, JobBody, JobState
-from shared.domain.wire import WireEnum
+from shared.domain.wire import JsonObject, WireEnum
 
 _REF = "#/components/schemas/{model}"
 
 
-def _name(pattern: str, longest: int) -> dict[str, Any]:
+def _name(pattern: str, longest: int) -> JsonObject:
     """The schema of a name that follows `pattern`, a rule of shared/domain/ids.py."""
     return {"type": "string", "pattern": f"^{pattern}$", "minLength": 1, "maxLength": longest}
 
 
 # What a PUT needs that its model, shared with PATCH, leaves optional.
-_REQUIRED_BY_PUT: dict[str, dict[str, Any]] = {
+_REQUIRED_BY_PUT: dict[str, JsonObject] = {
     "SentCollectionBody": {"required": ["location"], "properties": {"location": {"type": "string"}}}
 }
 
@@ -81,10 +81,10 @@ _ERRORS = {
 
 
 @functools.cache
-def document() -> dict[str, Any]:
+def document() -> JsonObject:
     """The OpenAPI 3.1 document of the management API."""
     schemas = _schemas()
-    paths: dict[str, dict[str, Any]] = {}
+    paths: dict[str, JsonObject] = {}
     for route in ROUTES:
         paths.setdefault("/" + route.template, {})[route.method.lower()] = _operation(route)
     return {
@@ -108,7 +108,7 @@ def document() -> dict[str, Any]:
     }
 
 
-def _schemas() -> dict[str, Any]:
+def _schemas() -> JsonObject:
     _, definitions = models_json_schema(
         [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
         ref_template=_REF,
@@ -132,19 +132,34 @@ def _schemas() -> dict[str, Any]:
     schemas["Occurrences"] = {
         "type": "object",
         "required": ["value"],
-        "properties": {"value": instants},
+        "properties": {
+            "value": instants,
+            # previewOccurrences only: the schedule in words, the zone's IANA name (absent: UTC)
+            "schedule": {"type": "string"},
+            "timeZone": {"type": "string"},
+        },
     }
     text = {"type": "string"}
+    # A 400 for input that breaks rules names each problem's field (a JSON path) in `target`.
+    detail = {
+        "type": "object",
+        "required": ["code", "target", "message"],
+        "properties": {"code": text, "target": text, "message": text},
+    }
     error = {
         "type": "object",
         "required": ["code", "message"],
-        "properties": {"code": text, "message": text},
+        "properties": {
+            "code": text,
+            "message": text,
+            "details": {"type": "array", "items": detail},
+        },
     }
     schemas["Error"] = {"type": "object", "required": ["error"], "properties": {"error": error}}
     return schemas
 
 
-def _rewritten(schema: Any, rewrite: Callable[[dict[str, Any]], Any]) -> Any:
+def _rewritten(schema: Any, rewrite: Callable[[JsonObject], Any]) -> Any:
     """`schema` with `rewrite` applied to each object in it, the innermost first."""
     if isinstance(schema, list):
         return [_rewritten(item, rewrite) for item in schema]
@@ -153,7 +168,7 @@ def _rewritten(schema: Any, rewrite: Callable[[dict[str, Any]], Any]) -> Any:
     return rewrite({name: _rewritten(value, rewrite) for name, value in schema.items()})
 
 
-def _without_nulls(schema: dict[str, Any]) -> Any:
+def _without_nulls(schema: JsonObject) -> Any:
     """An object of a schema without its `{"type": "null"}` alternative or its null default."""
     tightened = {
         name: value for name, value in schema.items() if not (name == "default" and value is None)
@@ -167,7 +182,7 @@ def _without_nulls(schema: dict[str, Any]) -> Any:
     return tightened
 
 
-def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+def _sent_schemas(schemas: JsonObject) -> JsonObject:
     """The request bodies' copies of the models (`_SENT`), with the settable states only."""
     sent = {
         _SENT[name]: _rewritten(schemas[name], _renamed_ref)
@@ -179,30 +194,30 @@ def _sent_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
     return sent
 
 
-def _renamed_ref(schema: dict[str, Any]) -> dict[str, Any]:
+def _renamed_ref(schema: JsonObject) -> JsonObject:
     if "$ref" not in schema:
         return schema
     model = schema["$ref"].rsplit("/", 1)[-1]
     return schema | {"$ref": _REF.format(model=_SENT.get(model, model))}
 
 
-def _list_of(model: str, base: dict[str, Any]) -> dict[str, Any]:
+def _list_of(model: str, base: JsonObject) -> JsonObject:
     listed = {**base["properties"], "value": {"type": "array", "items": _ref(model)}}
     return {**base, "properties": listed}
 
 
-def _operation(route: Route) -> dict[str, Any]:
+def _operation(route: Route) -> JsonObject:
     parameters = [
         {"name": name, "in": "path", "required": True, "schema": _PATH_PARAMETERS[name]}
         for name in re.findall(r"\{(\w+)\}", route.template)
     ]
     api_version = {"type": "string", "enum": list(SUPPORTED_API_VERSIONS)}
     parameters.append(_query("api-version", api_version) | {"required": True})
-    responses: dict[str, Any] = {
+    responses: JsonObject = {
         code: {"description": text, "content": _json_body("Error")}
         for code, text in _ERRORS.items()
     }
-    queries: dict[str, dict[str, Any]] = {
+    queries: dict[str, JsonObject] = {
         "$top": {"type": "integer", "minimum": 1, "maximum": 100},
         "$skip": {"type": "integer", "minimum": 0},
         SKIPTOKEN: {"type": "string", "pattern": f"^{TOKEN_PATTERN}$"},
@@ -214,13 +229,13 @@ def _operation(route: Route) -> dict[str, Any]:
     for status, model in route.answers.items():
         content = {"content": _json_body(model)} if model else {}
         responses[status] = {"description": "Success", **content}
-    operation: dict[str, Any] = {
+    operation: JsonObject = {
         "operationId": route.name,
         "parameters": parameters,
         "responses": responses,
     }
     if route.body:
-        body: dict[str, Any] = _ref(_SENT.get(route.body, route.body))
+        body: JsonObject = _ref(_SENT.get(route.body, route.body))
         if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
             body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
@@ -230,7 +245,7 @@ def _operation(route: Route) -> dict[str, Any]:
     return operation
 
 
-def _filter_of(operation: str) -> dict[str, Any]:
+def _filter_of(operation: str) -> JsonObject:
     """`<field> eq '<value>'`, the one $filter a listing reads, as a pattern."""
     if operation not in _FILTERS:
         return {"type": "string"}
@@ -243,9 +258,9 @@ def _ref(model: str) -> dict[str, str]:
     return {"$ref": _REF.format(model=model)}
 
 
-def _json_body(model: str) -> dict[str, Any]:
+def _json_body(model: str) -> JsonObject:
     return {"application/json": {"schema": _ref(model)}}
 
 
-def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _query(name: str, schema: JsonObject) -> JsonObject:
     return {"name": name, "in": "query", "schema": schema}

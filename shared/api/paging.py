@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.domain.problems import InvalidRequest
+from shared.domain.wire import JsonObject
 
 # Query parameters that authenticate a request: a link never repeats them.
 KEY_PARAMETERS = frozenset({"code"})
@@ -25,7 +25,7 @@ TOKEN_PATTERN = r"[0-9A-Za-z_.:-]{1,100}"  # job keys and history entry ids
 _TOKEN = re.compile(TOKEN_PATTERN)
 
 
-def page(items: list[dict[str, Any]], next_link: str | None) -> ApiResponse:
+def page(items: list[JsonObject], next_link: str | None) -> ApiResponse:
     # The last page says `"nextLink": null`, as the real service's did.
     return ApiResponse(200, {"value": items, "nextLink": next_link})
 

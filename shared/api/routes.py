@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shared.api import classic_operations as classic
 from shared.api import collection_operations, job_operations, template_operations
 from shared.api.arm import Operation
+from shared.api.classic import operations as classic
 from shared.domain.ids import PROVIDER
 
 SUBSCRIPTION = "subscriptions/{subscriptionId}"

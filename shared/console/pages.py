@@ -1,8 +1,9 @@
 """The web console's HTTP side: its files (anonymous, nothing in them is secret) and the three
 reads it makes beside the management API (behind the function key, like the API).
 
-The page changes things (run now, enable, disable, delete) through the management API itself,
-so that it works against any deployment exactly as a script would.
+The page changes things (creates and edits jobs and collections, runs now, enables, disables,
+deletes, previews a schedule) through the management API itself, so that it works against any
+deployment exactly as a script would.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
     "index.html": "text/html",
     "console.js": "text/javascript",
+    "forms.js": "text/javascript",
+    "templates.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
@@ -54,26 +57,26 @@ def file_response(name: str) -> func.HttpResponse:
 
 def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
     """Every collection of every subscription, with its jobs counted by state."""
-    store = services.store
+    store, now = services.store, services.now()
     found = sorted(
         store.all_collections(),
         key=lambda stored: (stored.id.subscription, stored.id.resource_group, stored.id.name),
     )
     return ApiResponse(
-        200, {"value": [collection_view(stored, store.jobs(stored.id)) for stored in found]}
+        200, {"value": [collection_view(stored, store.jobs(stored.id), now) for stored in found]}
     )
 
 
 def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """A collection, its jobs and the timeline of their next 24 hours."""
     stored = services.store.existing_collection(collection_id(request))
-    jobs = services.store.jobs(stored.id)
+    jobs, now = list(services.store.jobs(stored.id)), services.now()
     return ApiResponse(
         200,
         {
-            "collection": collection_view(stored, jobs),
-            "jobs": [job_row(job) for job in jobs],
-            "timeline": timeline(jobs, services.now()),
+            "collection": collection_view(stored, jobs, now),
+            "jobs": [job_row(job, now) for job in jobs],
+            "timeline": timeline(jobs, now),
         },
     )
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from shared.domain import history
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName
-from shared.domain.wire import iso, parse_iso
+from shared.domain.wire import JsonObject, iso, parse_iso
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class Attempt:
             return self.run_now and self.expected == earlier.expected
         return not self.run_now
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         wire = {
             "expected": iso(self.expected),
             "action": self.action.value,
@@ -58,7 +57,7 @@ class Attempt:
         return wire | {"repeat": self.repeat} if self.repeat else wire
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> Attempt:
+    def from_wire(cls, wire: JsonObject) -> Attempt:
         return cls(
             expected=parse_iso(wire["expected"]),
             action=ActionName(wire["action"]),
@@ -89,12 +88,12 @@ class Pending:
     # scheduled before its action ran): the try it began, which a redelivery runs again.
     began: Attempt | None = None
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         wire = {**self.attempt.to_wire(), "due": iso(self.due)}
         return wire if self.began is None else wire | {"began": self.began.to_wire()}
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> Pending:
+    def from_wire(cls, wire: JsonObject) -> Pending:
         began = wire.get("began")
         return cls(
             Attempt.from_wire(wire),
@@ -112,7 +111,7 @@ class Delivery:
     pending: Pending
     sent_at: datetime | None = None  # when it was put on the queue
 
-    def to_message(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The delivery as JSON, as a queue message or a due-index row carries it."""
         collection = self.job.collection
         sent = {} if self.sent_at is None else {"sentAt": iso(self.sent_at)}
@@ -128,14 +127,14 @@ class Delivery:
         }
 
     @classmethod
-    def from_message(cls, message: dict[str, Any]) -> Delivery:
+    def from_wire(cls, wire: JsonObject) -> Delivery:
         """The delivery a message describes; KeyError, TypeError or ValueError if malformed."""
-        job = message["job"]
+        job = wire["job"]
         collection = CollectionId(job["subscription"], job["resourceGroup"], job["collection"])
-        sent_at = message.get("sentAt")
+        sent_at = wire.get("sentAt")
         return cls(
             JobId(collection, job["job"]),
-            parse_iso(str(message["definedAt"])),
-            Pending.from_wire(message["attempt"]),
+            parse_iso(str(wire["definedAt"])),
+            Pending.from_wire(wire["attempt"]),
             parse_iso(sent_at) if sent_at else None,
         )

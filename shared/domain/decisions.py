@@ -15,7 +15,6 @@ import collections
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from shared.domain import history
 from shared.domain.attempts import Attempt, Delivery, Pending, execution_id
@@ -28,9 +27,9 @@ from shared.domain.job_definition import (
     OverlapPolicy,
 )
 from shared.domain.job_document import JobDocument, Retries
-from shared.domain.wire import iso
+from shared.domain.wire import JsonObject, iso
 
-HistoryEntry = tuple[str, dict[str, Any]]  # (entry id, the entry as the API shows it)
+HistoryEntry = tuple[str, JsonObject]  # (entry id, the entry as the API shows it)
 # How long a message sent ahead of its write may wait for that write to land. A delivery keeps
 # the time it was first sent across every re-send, so one whose write never landed (refused,
 # or the writer crashed) is dropped this long after it was first sent, and no later.
@@ -407,7 +406,7 @@ def _retry_after(
     return None
 
 
-def _entry(attempt: Attempt, outcome: Outcome, document: JobDocument, run: Run) -> dict[str, Any]:
+def _entry(attempt: Attempt, outcome: Outcome, document: JobDocument, run: Run) -> JsonObject:
     return {
         "startTime": iso(outcome.started),
         "endTime": iso(outcome.ended),
@@ -431,7 +430,7 @@ def _occurrence_number(attempt: Attempt, document: JobDocument, run: Run) -> int
 
 def _postponed_entry(
     expected: datetime, run: Run, ran_instead: datetime, now: datetime
-) -> dict[str, Any]:
+) -> JsonObject:
     """The entry of an occurrence missed, with the reason it was: the one that applies to it."""
     if run.previous_until is not None and expected < run.previous_until:
         reason = (
@@ -455,13 +454,13 @@ def _postponed_entry(
 
 def _skipped_entry(
     expected: datetime, reason: str, policy: OverlapPolicy, now: datetime
-) -> dict[str, Any]:
+) -> JsonObject:
     """The entry of an occurrence not run because another was still running: Postponed, as
     history has no other status for an occurrence not run, and the reason says why."""
     return _not_run_entry(expected, f"Skipped: {reason} (overlapPolicy {policy.value}).", now)
 
 
-def _not_run_entry(expected: datetime, message: str, now: datetime) -> dict[str, Any]:
+def _not_run_entry(expected: datetime, message: str, now: datetime) -> JsonObject:
     return {
         "startTime": iso(now),
         "endTime": iso(now),

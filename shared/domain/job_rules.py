@@ -2,7 +2,8 @@
 
 `definition_problems` lists what is invalid (a 400, every problem named by its field);
 `recurrence_conflict` says when a job recurs more often than its collection's quota (a 409);
-the job-count quota is kept by the store, in the same transaction that adds a job.
+the job-count quota is kept by the store, in the same transaction that adds a job. A retry
+policy's rules are in `retry_rules`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import json
 import re
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
-
-from dateutil.relativedelta import relativedelta
 
 from shared.domain.audiences import audience_refusal
 from shared.domain.certificates import UnreadableCertificate, read_pfx
@@ -23,14 +22,12 @@ from shared.domain.job_definition import (
     HttpAuthentication,
     HttpAuthenticationType,
     JobProperties,
-    RetryPolicy,
-    RetryType,
     ServiceBusActionMessage,
     StorageQueueMessage,
     read_duration,
 )
-from shared.domain.job_document import DEFAULT_RETRY_INTERVAL, DEFAULT_RETRY_INTERVAL_FREE
 from shared.domain.problems import FieldError
+from shared.domain.retry_rules import retry_problems, spoken
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Frequency, timing_problems
 from shared.domain.sendable import (
@@ -47,13 +44,6 @@ LONGEST_URL = 2048
 MOST_HEADERS = 50
 LARGEST_HEADERS = 4096  # characters of all names and values together
 LARGEST_BODY = 8192
-SHORTEST_RETRY = timedelta(seconds=15)
-SHORTEST_RETRY_FREE = timedelta(hours=1)
-LONGEST_RETRY = relativedelta(months=18)
-# Longer than any 18 months: a wait past it is refused before it is added to a date, where a
-# TimeSpan such as 10675199.02:48:05.4775807 (.NET's largest) would overflow the calendar.
-_LONGER_THAN_LONGEST_RETRY = timedelta(days=18 * 31 + 1)
-MOST_RETRIES = 20
 # Azure's naming rules. They also keep these names from steering a request to any host but one
 # of the configured storage and Service Bus domains.
 STORAGE_ACCOUNT = re.compile(r"[A-Za-z0-9]{3,24}")  # lower case in Azure; DNS ignores case
@@ -153,8 +143,8 @@ def recurrence_conflict(occurrences: Occurrences, quota: Quota) -> str | None:
     if gap is None or gap >= allowed:
         return None
     return (
-        f"The job would run every {_spoken(gap)} at its most frequent, more often than the "
-        f"job collection's quota maxRecurrence allows (once every {_spoken(allowed)})."
+        f"The job would run every {spoken(gap)} at its most frequent, more often than the "
+        f"job collection's quota maxRecurrence allows (once every {spoken(allowed)})."
     )
 
 
@@ -198,7 +188,7 @@ def _action_problems(
         entity = "queueName" if wanted == "serviceBusQueueMessage" else "topicPath"
         problems += _service_bus_problems(message, f"{path}.{wanted}", entity)
     if action.retry_policy is not None:
-        problems += _retry_problems(action.retry_policy, f"{path}.retryPolicy", sku, now)
+        problems += retry_problems(action.retry_policy, f"{path}.retryPolicy", sku, now)
     return problems
 
 
@@ -426,99 +416,3 @@ def _service_bus_problems(
             )
         )
     return problems
-
-
-def _retry_problems(
-    policy: RetryPolicy, path: str, sku: SkuName, now: datetime
-) -> list[FieldError]:
-    if policy.retry_type is RetryType.NONE:
-        return []
-    problems = []
-    for name, interval in (
-        ("retryInterval", policy.interval),
-        ("minimumInterval", policy.minimum),
-        ("maximumInterval", policy.maximum),
-    ):
-        if interval is not None:
-            problems += _interval_problems(interval, f"{path}.{name}", sku, now)
-    if policy.retry_count is not None and policy.retry_count > MOST_RETRIES:
-        problems.append(
-            FieldError(
-                f"{path}.retryCount",
-                f"{policy.retry_count} is too many: the most allowed is {MOST_RETRIES}",
-            )
-        )
-    if policy.retry_type is RetryType.EXPONENTIAL:
-        named = {problem.field for problem in problems}  # a value out of bounds, named once
-        problems += [
-            problem
-            for problem in _exponential_problems(policy, path, sku)
-            if problem.field not in named
-        ]
-    else:
-        # Sent with Fixed, they would read as if they changed something; they would not.
-        problems += [
-            FieldError(f"{path}.{name}", "goes only with retryType exponential")
-            for name, value in (
-                ("minimumInterval", policy.minimum_interval),
-                ("maximumInterval", policy.maximum_interval),
-            )
-            if value is not None
-        ]
-    return problems
-
-
-def _interval_problems(
-    interval: timedelta, field: str, sku: SkuName, now: datetime
-) -> list[FieldError]:
-    """The bounds every wait between tries keeps: 15 seconds (1 hour in Free) to 18 months."""
-    shortest = SHORTEST_RETRY_FREE if sku is SkuName.FREE else SHORTEST_RETRY
-    if interval < shortest:
-        where = " in a Free job collection" if sku is SkuName.FREE else ""
-        return [
-            FieldError(
-                field,
-                f"{_spoken(interval)} is too short{where}: "
-                f"the least allowed is {_spoken(shortest)}",
-            )
-        ]
-    if interval > _LONGER_THAN_LONGEST_RETRY or now + interval > now + LONGEST_RETRY:
-        return [FieldError(field, "is longer than 18 months, the most allowed")]
-    return []
-
-
-def _exponential_problems(policy: RetryPolicy, path: str, sku: SkuName) -> list[FieldError]:
-    """retryInterval (or its synonym minimumInterval) is the first wait, maximumInterval the
-    longest (docs/behaviour.md#exponential-retries)."""
-    first, minimum, maximum = policy.interval, policy.minimum, policy.maximum
-    problems = []
-    if first is not None and minimum is not None and first != minimum:
-        problems.append(
-            FieldError(
-                f"{path}.minimumInterval",
-                f"{_spoken(minimum)} differs from retryInterval ({_spoken(first)}): with "
-                "exponential retries both name the first wait; send one of them, or the same",
-            )
-        )
-    default = DEFAULT_RETRY_INTERVAL_FREE if sku is SkuName.FREE else DEFAULT_RETRY_INTERVAL
-    first = first or minimum or default
-    if maximum is not None and maximum < first:
-        problems.append(
-            FieldError(
-                f"{path}.maximumInterval",
-                f"{_spoken(maximum)} is shorter than the first wait ({_spoken(first)}); "
-                "it must be at least as long",
-            )
-        )
-    return problems
-
-
-def _spoken(span: timedelta) -> str:
-    if span.microseconds:  # PT0.5S is half a second, not "0 seconds"
-        return f"{span.total_seconds():.6f}".rstrip("0") + " seconds"
-    seconds = int(span.total_seconds())
-    for unit, length in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= length and seconds % length == 0:
-            count = seconds // length
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"

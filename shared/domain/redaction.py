@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
 
+from shared.domain.wire import JsonObject
+
 MASK = "***"
 # How a mask may come back: as written, or percent-encoded by a client that re-encodes `*`.
 _SENT_MASKS = frozenset({MASK, "%2A%2A%2A", "%2a%2a%2a"})
@@ -77,12 +79,12 @@ def redact_text(text: str) -> str:
     return _URI_IN_TEXT.sub(lambda found: redact_uri(found.group()), text)
 
 
-def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+def redact_headers(headers: Mapping[str, Any]) -> JsonObject:
     """The headers with the values of those that carry credentials masked."""
     return {name: MASK if is_secret_header(name) else value for name, value in headers.items()}
 
 
-def redacted_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
+def redacted_definition(definition: Mapping[str, Any]) -> JsonObject:
     """A job definition (already without its secret fields) with URIs and headers masked."""
     shown = copy.deepcopy(dict(definition))
     for request in _requests(shown):
@@ -93,7 +95,7 @@ def redacted_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> JsonObject:
     """`sent` (a definition in wire form) with the masks it carries back replaced by the values
     `stored` (the definition it replaces) has in those places.
 
@@ -142,7 +144,7 @@ def restored_uri(sent: str, stored: str) -> str:
     return urlunsplit(new._replace(netloc=netloc, query=query))
 
 
-def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
+def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> JsonObject:
     """`sent`, each masked credential header's value taken from `stored` (names in any case)."""
     kept = {name.casefold(): value for name, value in stored.items() if is_secret_header(name)}
     return {
@@ -207,7 +209,7 @@ def is_secret_parameter(name: str) -> bool:
     )
 
 
-def _requests(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _requests(definition: JsonObject) -> Iterator[JsonObject]:
     action = definition.get("action")
     if not isinstance(action, dict):
         return
@@ -217,7 +219,7 @@ def _requests(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield request
 
 
-def _request_of(action: Any) -> dict[str, Any] | None:
+def _request_of(action: Any) -> JsonObject | None:
     request = action.get("request") if isinstance(action, dict) else None
     return request if isinstance(request, dict) else None
 

@@ -26,6 +26,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+JsonObject = dict[str, Any]
+"""A JSON object whose shape this code does not own: a request or response body at the API's
+edge before a wire model reads it (or after one wrote it), a stored document's text, an OpenAPI
+schema, an ARM template and the values given for it. Only for those: a record the code builds
+and reads itself (a plan, an outcome, a view the console reads, rrule's arguments) gets a real
+type instead (a wire model, a dataclass, a TypedDict)."""
+
 
 class WireEnum(enum.StrEnum):
     """An enum whose values are read in any case and written in the service's own spelling."""
@@ -58,7 +65,7 @@ class WireModel(BaseModel):
         known = _aliases_by_folded_name(cls)
         return {known.get(str(key).casefold(), key): value for key, value in data.items()}
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The JSON-ready body: camelCase names, absent values left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 

@@ -21,14 +21,12 @@ however they were created, come to share their messages.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import math
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -37,13 +35,13 @@ from azure.core.exceptions import AzureError
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
-from shared.execution.messages import MOST_PER_MESSAGE, deliveries_of, message_of
+from shared.execution import messages
+from shared.execution.messages import MOST_PER_MESSAGE, Deliveries
 from shared.storage.due_index import DueIndex
 
 log = logging.getLogger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
 Item = TypeVar("Item")
-_NEVER_EXPIRES = -1
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class Dispatched:
 
 
 @dataclass
-class _Gathering:
+class _OneSecondsFollowUps:
     """Follow-ups that become visible in one second, waiting for their message to be sent."""
 
     deliveries: list[Delivery] = field(default_factory=list)
@@ -64,6 +62,11 @@ class _Gathering:
 
 
 class Dispatcher:
+    """Sends deliveries to the queue or the due index: `dispatch` (by when each is due),
+    `dispatch_gathered` (the same, gathering the queue-bound ones with others of their second),
+    `send_group` (one message of exactly these) and `send_again` (one delivery back on the
+    queue, for a later look)."""
+
     def __init__(
         self,
         queue: QueueClient,
@@ -73,7 +76,7 @@ class Dispatcher:
     ) -> None:
         self._queue, self._index, self.horizon = queue, index, horizon
         self._coalesce = coalesce
-        self._gathering: dict[int, _Gathering] = {}
+        self._gathering: dict[int, _OneSecondsFollowUps] = {}
         self._lock = threading.Lock()
 
     def queue_depth(self) -> int:
@@ -84,12 +87,13 @@ class Dispatcher:
         """How late the latest of the messages waiting to be taken is (those visible, the first
         32 of them): zero while the executor keeps up; growing while the queue outgrows it."""
         late = timedelta(0)
-        for message in self._queue.peek_messages(max_messages=32):
+        for waiting in self._queue.peek_messages(max_messages=32):
             try:
-                carried = deliveries_of(json.loads(base64.b64decode(message.content)))
-            except (ValueError, KeyError, TypeError):
-                continue  # a range of the due index (fan-out), or not the app's
-            late = max(late, now - min(delivery.pending.due for delivery in carried))
+                message = messages.from_wire(base64.b64decode(waiting.content).decode())
+            except (messages.MalformedMessage, ValueError):
+                continue  # not the app's
+            if isinstance(message, Deliveries):  # not a range of the due index (fan-out)
+                late = max(late, now - message.due)
         return late
 
     def dispatch(self, deliveries: Iterable[Delivery], now: datetime) -> Dispatched:
@@ -103,7 +107,7 @@ class Dispatcher:
             else:
                 self._index.add(stamped)
                 indexed.append(stamped)
-        return Dispatched(tuple(self.queue(soon, now)), tuple(indexed))
+        return Dispatched(tuple(self._send_by_second(soon, now)), tuple(indexed))
 
     def withdraw(self, dispatched: Dispatched) -> None:
         """Take back what `dispatch` sent for a write that was then refused, as far as it can:
@@ -116,18 +120,7 @@ class Dispatcher:
                 log.info("a withdrawn message stays until its age drops it (%s)", failure)
         self._index.withdraw(dispatched.indexed)
 
-    def queue(
-        self, deliveries: Iterable[Delivery], now: datetime, senders: Executor | None = None
-    ) -> list[tuple[str, str]]:
-        """Send these to the queue, whenever they are due: one message per second of them
-        (sent by `senders` in parallel, if given); raises if any send failed. The id and pop
-        receipt of each message sent."""
-        messages = together(deliveries, lambda delivery: delivery)
-        if senders is None:
-            return [self._send(message, now) for message in messages]
-        return list(senders.map(lambda message: self._send(message, now), messages))
-
-    def dispatch_follow_ups(self, deliveries: Sequence[Delivery], now: datetime) -> None:
+    def dispatch_gathered(self, deliveries: Sequence[Delivery], now: datetime) -> None:
         """As `dispatch`, but queue-bound attempts first wait up to `coalesce` (real time) for
         others of the same second from other threads, and share their messages (`together`).
         Returns once they are sent (or raises what the send raised)."""
@@ -137,20 +130,28 @@ class Dispatcher:
         if not soon:
             return
         if self._coalesce <= timedelta(0):
-            self.queue(soon, now)
+            self._send_by_second(soon, now)
             return
         for delivery in soon:
             self._gather(delivery, now)
 
-    def send_together(self, deliveries: Sequence[Delivery], now: datetime) -> None:
-        """Send one message carrying these (one group of `together`)."""
+    def send_group(self, deliveries: Sequence[Delivery], now: datetime) -> None:
+        """Send one message carrying exactly these (one group of `together`)."""
         self._send(deliveries, now)
 
-    def enqueue(
+    def send_again(
         self, delivery: Delivery, now: datetime, *, at_least: timedelta = timedelta(0)
     ) -> None:
-        """Send one delivery, visible shortly before it is due (`at_least` from now)."""
+        """Put one delivery back on the queue, visible shortly before it is due (`at_least`
+        from now), keeping its first send."""
         self._send([delivery], now, at_least=at_least)
+
+    def _send_by_second(
+        self, deliveries: Iterable[Delivery], now: datetime
+    ) -> list[tuple[str, str]]:
+        """Send these to the queue, whenever they are due: one message per second of them;
+        raises if any send failed. The id and pop receipt of each message sent."""
+        return [self._send(group, now) for group in together(deliveries, lambda d: d)]
 
     def _gather(self, delivery: Delivery, now: datetime) -> None:
         second = _visible_second(delivery)
@@ -158,7 +159,7 @@ class Dispatcher:
             gathering = self._gathering.get(second)
             leader = gathering is None
             if gathering is None:
-                gathering = self._gathering[second] = _Gathering()
+                gathering = self._gathering[second] = _OneSecondsFollowUps()
             gathering.deliveries.append(delivery)
         if not leader:
             gathering.sent.wait()
@@ -174,7 +175,7 @@ class Dispatcher:
             # of even size, as `together` makes them: filling one message before opening the
             # next made 64 and 11 of 75, and with several worker processes, taking turns by
             # message, one could get both large ones of a second.
-            self.queue(gathering.deliveries, now)
+            self._send_by_second(gathering.deliveries, now)
         except BaseException as failure:
             gathering.failure = failure
             raise
@@ -184,16 +185,10 @@ class Dispatcher:
     def _send(
         self, deliveries: Sequence[Delivery], now: datetime, *, at_least: timedelta = timedelta(0)
     ) -> tuple[str, str]:
-        due = min(delivery.pending.due for delivery in deliveries)
-        wait = max((due - now - EARLY).total_seconds(), at_least.total_seconds())
-        message = message_of([_stamped(delivery, now) for delivery in deliveries])
-        # A message never expires: one that waits out a long backlog must still run.
-        sent = self._queue.send_message(
-            json.dumps(message, separators=(",", ":")),
-            visibility_timeout=max(0, math.floor(wait)),
-            time_to_live=_NEVER_EXPIRES,
+        message = Deliveries(tuple(_stamped(delivery, now) for delivery in deliveries))
+        return messages.send(
+            self._queue, message, visible_in=max(message.due - now - EARLY, at_least)
         )
-        return sent.id, sent.pop_receipt or ""
 
 
 def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> list[list[Item]]:

@@ -11,22 +11,20 @@ between that send and the removal, and the executor recognises the duplicate del
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from azure.storage.queue import QueueClient
 
+from shared.execution import messages
 from shared.execution.dispatch import Dispatcher, together
+from shared.execution.messages import DueRange
 from shared.storage.due_index import DueIndex, DueRow
 
 log = logging.getLogger("scheduler.fan_out")
-RANGE_KIND = "dueRange"  # the key that tells a range message from an execution message
 SENDERS = 16
 # A range whose handler failed at its last delivery goes back on the queue as a fresh message
 # this much later, rather than to the poison queue: its rows are behind the watermark, and no
@@ -44,27 +42,6 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class DueRange:
-    """Rows of one due-index partition with row keys in [low, high)."""
-
-    partition: str
-    low: str
-    high: str
-
-    def to_message(self) -> dict[str, Any]:
-        return {RANGE_KIND: {"partition": self.partition, "low": self.low, "high": self.high}}
-
-    @classmethod
-    def from_message(cls, message: dict[str, Any]) -> DueRange:
-        """KeyError, TypeError or ValueError if it is not a range message."""
-        body = message[RANGE_KIND]
-        parts = (body["partition"], body["low"], body["high"])
-        if not all(isinstance(part, str) and part for part in parts):
-            raise ValueError("a range needs a partition, a low and a high key")
-        return cls(*parts)
-
-
-@dataclass(frozen=True)
 class Share:
     """How the rows read from one partition's window are split."""
 
@@ -77,15 +54,6 @@ def share(found: int, room: int) -> Share:
     reader, which has room for `room` more, and a range message for the rest."""
     inline = max(0, min(found, room))
     return Share(inline, handed_on=found > inline)
-
-
-def is_range_message(text: str) -> bool:
-    """Whether a queue message is a range to move rather than deliveries to execute."""
-    try:
-        message = json.loads(text)
-    except ValueError:
-        return False
-    return isinstance(message, dict) and RANGE_KIND in message
 
 
 def move(
@@ -101,7 +69,7 @@ def move(
 
     def send(group: list[DueRow]) -> Exception | None:
         try:
-            dispatcher.send_together([row.delivery for row in group], now)
+            dispatcher.send_group([row.delivery for row in group], now)
         except Exception as failure:  # the others go on; this group's rows stay in the index
             return failure
         return None
@@ -129,26 +97,26 @@ class FanOut:
         *,
         clock: Callable[[], datetime],
         budget: Budget | None = None,
-        max_deliveries: int = 5,
+        max_dequeue_count: int,
     ) -> None:
+        """`max_dequeue_count`: the delivery at which the host gives a message up (host.json)."""
         self._queue, self._index, self._dispatcher = queue, index, dispatcher
-        self._clock, self._max_deliveries = clock, max_deliveries
+        self._clock, self._max_dequeue_count = clock, max_dequeue_count
         self.budget = budget or Budget()
 
     def hand_on(self, ranges: Sequence[DueRange], senders: Executor) -> None:
         """Send a message for each range, visible at once; raises if any send failed."""
         list(senders.map(self._send, ranges))
 
-    def handle(self, text: str, delivery_count: int) -> int:
+    def handle(self, due_range: DueRange, dequeue_count: int) -> int:
         """Move the range a message names (at most `per_range` rows); how many rows it moved.
 
         Raises, so that the host delivers it again, if it could not finish; at its last
         delivery it hands the range on as a fresh message instead, if it can."""
-        due_range = DueRange.from_message(json.loads(text))
         try:
             return self._move(due_range)
         except Exception:
-            if delivery_count < self._max_deliveries:
+            if dequeue_count < self._max_dequeue_count:
                 raise
             log.exception("moving %s failed at its last delivery: sent again", due_range.partition)
             self._send(due_range, later=RETRY_AFTER)
@@ -166,8 +134,4 @@ class FanOut:
         return portion.inline
 
     def _send(self, due_range: DueRange, later: timedelta = timedelta(0)) -> None:
-        self._queue.send_message(
-            json.dumps(due_range.to_message(), separators=(",", ":")),
-            visibility_timeout=math.floor(later.total_seconds()),
-            time_to_live=-1,  # as execution messages: one that waits out a backlog must still run
-        )
+        messages.send(self._queue, due_range, visible_in=later)

@@ -1,27 +1,123 @@
-"""Execution messages: deliveries due in the same second travel together in one queue message."""
+"""The execution queue's messages: the two kinds, their text, and the one way they are sent.
+
+Two kinds travel on the `executions` queue. `Deliveries`: attempts that become visible in the
+same second (up to `MOST_PER_MESSAGE`), which the executor runs side by side; one alone keeps
+the shape of a single delivery (`Delivery.to_wire`), several travel as `{"deliveries": [...]}`.
+`DueRange`: a range of the due index that the timer handed on (`{"dueRange": {...}}`,
+shared/execution/fan_out.py), which the executor moves to the queue. The executor function
+decodes a message once (`from_wire`) and hands the typed message on.
+
+Every message is sent by `send`: it never expires, since one that waits out a long backlog must
+still run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+import logging
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
+from shared.domain.wire import JsonObject
 
+log = logging.getLogger("scheduler.executor")  # a message dropped is the executor's to report
 MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
+RANGE_KIND = "dueRange"  # the key that tells a range message from deliveries
+_GROUP = "deliveries"  # the key of several deliveries in one message
+_NEVER_EXPIRES = -1  # the queue's time-to-live for "never"
 
 
-def message_of(deliveries: Sequence[Delivery]) -> dict[str, Any]:
-    """One queue message for deliveries due in the same second (one alone: its own shape)."""
-    if len(deliveries) == 1:
-        return deliveries[0].to_message()
-    return {"deliveries": [delivery.to_message() for delivery in deliveries]}
+class MalformedMessage(ValueError):
+    """The text is not a message the app sends."""
 
 
-def deliveries_of(message: dict[str, Any]) -> list[Delivery]:
-    """What a queue message carries; KeyError, TypeError or ValueError if malformed."""
-    if "deliveries" not in message:
-        return [Delivery.from_message(message)]
-    carried = message["deliveries"]
-    if not isinstance(carried, list) or not carried:
-        raise ValueError("'deliveries' must be a list of at least one delivery")
-    return [Delivery.from_message(item) for item in carried]
+@dataclass(frozen=True)
+class Deliveries:
+    """Deliveries due in the same second, carried by one message."""
+
+    carried: tuple[Delivery, ...]
+
+    @property
+    def due(self) -> datetime:
+        """When the first of them is due."""
+        return min(delivery.pending.due for delivery in self.carried)
+
+    def to_wire(self) -> JsonObject:
+        if len(self.carried) == 1:
+            return self.carried[0].to_wire()
+        return {_GROUP: [delivery.to_wire() for delivery in self.carried]}
+
+    @classmethod
+    def from_wire(cls, wire: JsonObject) -> Deliveries:
+        """KeyError, TypeError or ValueError if malformed."""
+        if _GROUP not in wire:
+            return cls((Delivery.from_wire(wire),))
+        carried = wire[_GROUP]
+        if not isinstance(carried, list) or not carried:
+            raise ValueError(f"'{_GROUP}' must be a list of at least one delivery")
+        return cls(tuple(Delivery.from_wire(item) for item in carried))
+
+
+@dataclass(frozen=True)
+class DueRange:
+    """Rows of one due-index partition with row keys in [low, high)."""
+
+    partition: str
+    low: str
+    high: str
+
+    def to_wire(self) -> JsonObject:
+        return {RANGE_KIND: {"partition": self.partition, "low": self.low, "high": self.high}}
+
+    @classmethod
+    def from_wire(cls, wire: JsonObject) -> DueRange:
+        """KeyError, TypeError or ValueError if it is not a range message."""
+        body = wire[RANGE_KIND]
+        parts = (body["partition"], body["low"], body["high"])
+        if not all(isinstance(part, str) and part for part in parts):
+            raise ValueError("a range needs a partition, a low and a high key")
+        return cls(*parts)
+
+
+Message = Deliveries | DueRange
+
+
+def to_wire(message: Message) -> str:
+    """The message's text on the queue."""
+    return json.dumps(message.to_wire(), separators=(",", ":"))
+
+
+def from_wire(text: str) -> Message:
+    """The message a text on the queue is; MalformedMessage if it is none the app sends."""
+    try:
+        wire = json.loads(text)
+        if not isinstance(wire, dict):
+            raise TypeError("a message is a JSON object")
+        return DueRange.from_wire(wire) if RANGE_KIND in wire else Deliveries.from_wire(wire)
+    except (ValueError, KeyError, TypeError) as problem:
+        raise MalformedMessage(f"{type(problem).__name__}: {problem}") from None
+
+
+def received(text: str) -> Message | None:
+    """The message a text on the queue is, or None (logged) if malformed: it is dropped, as no
+    delivery of it would ever do anything else."""
+    try:
+        return from_wire(text)
+    except MalformedMessage as problem:
+        log.error("dropped a malformed execution message (%s): %.200s", problem, text)
+        return None
+
+
+def send(queue: QueueClient, message: Message, *, visible_in: timedelta) -> tuple[str, str]:
+    """Put the message on the queue, invisible for `visible_in` (whole seconds, rounded down);
+    the id and pop receipt it was given, which can delete it again."""
+    sent = queue.send_message(
+        to_wire(message),
+        visibility_timeout=max(0, math.floor(visible_in.total_seconds())),
+        time_to_live=_NEVER_EXPIRES,
+    )
+    return sent.id, sent.pop_receipt or ""

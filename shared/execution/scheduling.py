@@ -1,5 +1,7 @@
-"""Putting a definition, a run-now or a change of state into effect: the job's write, and the
-attempts it now waits for sent where the executor will find them on time.
+"""The commands: every write the API makes goes through `Scheduling`. Putting a definition, a
+run-now or a change of state into effect: the job's write, and the attempts it now waits for
+sent where the executor will find them on time; a collection's change, carried to its jobs;
+deletes; the classic API's own records (cloud services, operations).
 
 What is sent goes out before the write that makes it pending, so that no crash can leave a job
 waiting for a message never sent; until the write lands the executor waits (`NotYet`). A write
@@ -12,18 +14,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import (
-    CollectionState,
-    SkuName,
-    effective_quota,
-    over_limits,
-    with_state,
-)
+from shared.domain.collection import CollectionState, over_limits
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import resumed
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
 from shared.domain.job_document import (
     JobDocument,
@@ -37,11 +33,20 @@ from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
-from shared.storage.store import JobSlot, Preconditions, Store, Stored, StoredCollection, StoredJob
+from shared.storage.interface import (
+    JobSlot,
+    Preconditions,
+    Store,
+    Stored,
+    StoredCloudService,
+    StoredCollection,
+    StoredJob,
+)
 
 
 class Scheduling:
-    """The writes that change what a job waits for, with what each sends."""
+    """Every write of the API: those that change what a job waits for with what each sends,
+    the deletes, and the classic API's records."""
 
     def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
         self._store, self._dispatcher = store, dispatcher
@@ -60,7 +65,7 @@ class Scheduling:
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
         collection = self._store.existing_collection(job.collection)
-        sku = SkuName(collection.document["properties"]["sku"]["name"])
+        sku = collection.document.sku
         slot = slot or self._store.job_slot(job)
         current = slot.current
         if current is not None:  # what a read showed masked, sent back: the stored values
@@ -74,7 +79,7 @@ class Scheduling:
                 "it can no longer be changed, only deleted."
             )
         definition = stored_definition(properties)
-        quota = effective_quota(collection.document)
+        quota = collection.document.effective_quota
         conflict = recurrence_conflict(occurrences_of(definition, now), quota)
         if conflict:
             raise Refused(conflict)
@@ -82,7 +87,7 @@ class Scheduling:
             definition,
             now,
             sku=sku,
-            region=collection.document.get("location") or "",
+            region=collection.document.location or "",
             previous=current.document if current else None,
             state_reason=state_reason,
         )
@@ -148,7 +153,7 @@ class Scheduling:
         quota now allows, the change is Refused before anything is written."""
         stored = self._store.existing_collection(collection)
         if state is JobState.ENABLED:
-            quota = effective_quota(stored.document)
+            quota = stored.document.effective_quota
             for job in self._store.jobs(collection):
                 if job.document.final or job.document.enabled:
                     continue
@@ -200,41 +205,41 @@ class Scheduling:
         self._dispatcher.dispatch(deliveries, now)
         self._store.replace_jobs(changed)
 
-    def save_collection(
+    def save_collection_with_jobs(
         self,
         collection: CollectionId,
-        document: dict[str, Any],
+        document: CollectionDocument,
         now: datetime,
         *,
         preconditions: Preconditions,
         previous: StoredCollection | None,
         jobs_state: JobState | None = None,
     ) -> tuple[StoredCollection, bool]:
-        """Save a collection; its jobs' executor sees its state change, and jobs resume with it.
-        With `jobs_state`, every job that is not final takes that state too (POST enable and
-        disable). A change of SKU or quota that would leave the jobs it holds over its new
-        limits is Refused, before anything is written."""
+        """Save a collection (`Store.save_collection`) and carry the change to its jobs: their
+        executor sees its state change, and they resume with it. With `jobs_state`, every job
+        that is not final takes that state too (POST enable and disable). A change of SKU or
+        quota that would leave the jobs it holds over its new limits is Refused, before
+        anything is written."""
         if previous is not None:
             self._refuse_if_over_limits(collection, previous.document, document)
-        state = document["properties"]["state"]
-        enabled = CollectionState.ENABLED.value
-        if state != enabled:  # off before the document says so: nothing runs in between
+        state = document.state.value
+        if not document.enabled:  # off before the document says so: nothing runs in between
             self._store.set_collection_state(collection, state)
         stored, created = self._store.save_collection(collection, document, preconditions)
-        if state != enabled and jobs_state is not None:
+        if not document.enabled and jobs_state is not None:
             self.set_job_states(stored.id, jobs_state, now)
-        if state == enabled:
+        if document.enabled:
             self._store.set_collection_state(collection, state)
-            was_off = previous is not None and previous.document["properties"]["state"] != enabled
+            was_off = previous is not None and not previous.document.enabled
             if was_off or jobs_state is not None:
                 self.set_job_states(stored.id, jobs_state, now)
         return stored, created
 
     def _refuse_if_over_limits(
-        self, collection: CollectionId, before: dict[str, Any], after: dict[str, Any]
+        self, collection: CollectionId, before: CollectionDocument, after: CollectionDocument
     ) -> None:
-        quota = effective_quota(after)
-        if quota == effective_quota(before):
+        quota = after.effective_quota
+        if quota == before.effective_quota:
             return
         jobs = self._store.jobs(collection)
         too_often = [
@@ -243,11 +248,8 @@ class Scheduling:
             if not stored.document.final
             and recurrence_conflict(stored.document.schedule, quota) is not None
         ]
-        sku = after["properties"]["sku"]["name"]
-        changed = sku != before["properties"]["sku"]["name"]
-        conflict = over_limits(
-            quota, len(jobs), too_often, new_sku=SkuName(sku) if changed else None
-        )
+        changed = after.sku is not before.sku
+        conflict = over_limits(quota, len(jobs), too_often, new_sku=after.sku if changed else None)
         if conflict:
             raise Refused(conflict)
 
@@ -259,8 +261,8 @@ class Scheduling:
         for _ in optimistic_attempts():
             current = self._store.existing_collection(collection)
             try:
-                self.save_collection(
-                    collection, with_state(current.document, state), now,
+                self.save_collection_with_jobs(
+                    collection, current.document.with_state(state), now,
                     preconditions=Preconditions(if_match=current.etag), previous=current,
                     jobs_state=jobs_state,
                 )  # fmt: skip
@@ -268,3 +270,32 @@ class Scheduling:
             except EtagMismatch:
                 continue
         raise ModifiedConcurrently("job collection")
+
+    def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
+        """Delete a job with its history and its count; whether there was one. What it waited
+        for stays on the queue or in the due index, and finds no job: the executor skips it."""
+        return self._store.delete_job(job, preconditions)
+
+    def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
+        """Delete a collection with its jobs and their history; whether there was one."""
+        return self._store.delete_collection(collection, preconditions)
+
+    # --- the classic API's own records
+
+    def create_cloud_service(
+        self, cloud_service: CloudServiceId, document: dict[str, str]
+    ) -> StoredCloudService:
+        """Create a cloud service's record; EtagMismatch if one of that name exists."""
+        return self._store.create_cloud_service(cloud_service, document)
+
+    def delete_cloud_service(
+        self, cloud_service: CloudServiceId, collections: list[StoredCollection]
+    ) -> None:
+        """Delete a cloud service: these, its collections, first, then its own record."""
+        for collection in collections:
+            self.delete_collection(collection.id, Preconditions())
+        self._store.delete_cloud_service(cloud_service)
+
+    def record_operation(self, subscription: str, request_id: str) -> None:
+        """Keep a classic change's request id, for the clients that poll for its outcome."""
+        self._store.record_operation(subscription, request_id)

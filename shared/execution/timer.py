@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from shared.execution.dispatch import Dispatcher
-from shared.execution.fan_out import Budget, DueRange, FanOut, move, share
+from shared.execution.fan_out import Budget, FanOut, move, share
+from shared.execution.messages import DueRange
 from shared.storage.due_index import BUCKET, DueIndex, DueRow, bucket_of, partitions_of, time_key
 
 log = logging.getLogger("scheduler.timer")

@@ -18,7 +18,6 @@ the try as history does, and never the target's URL.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -44,12 +43,12 @@ from shared.domain.decisions import (
 from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
 from shared.execution.dispatch import Dispatcher
-from shared.execution.messages import deliveries_of
+from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
+from shared.storage.interface import Store, StoredJob
 from shared.storage.keys import jobs_partition
-from shared.storage.store import Store, StoredJob
 from shared.transport import CALLS_AT_ONCE
 
 log = logging.getLogger("scheduler.executor")
@@ -82,10 +81,11 @@ class ExecutionWorker:
         *,
         clock: Callable[[], datetime],
         sleep: Callable[[float], None] = time.sleep,
-        max_deliveries: int = 5,
+        max_dequeue_count: int,
     ) -> None:
+        """`max_dequeue_count`: the delivery at which the host gives a message up (host.json)."""
         self._store, self._dispatcher, self._actions = store, dispatcher, actions
-        self._clock, self._sleep, self._max_deliveries = clock, sleep, max_deliveries
+        self._clock, self._sleep, self._max_dequeue_count = clock, sleep, max_dequeue_count
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
@@ -94,33 +94,24 @@ class ExecutionWorker:
     def close(self) -> None:
         self._actions.close()
 
-    def seconds_until_due(self, text: str) -> float:
+    def seconds_until_due(self, message: Deliveries) -> float:
         """How long a message that came early should wait (awaited by the function, so that
         the wait holds no worker thread); 0 when it is due, or too early to wait for."""
-        try:
-            due = min(delivery.pending.due for delivery in deliveries_of(json.loads(text)))
-        except (ValueError, KeyError, TypeError):
-            return 0.0
-        early = due - self._clock()
-        return early.total_seconds() if timedelta(0) < early <= MOST_EARLY else 0.0
+        wait = time_to_wait(message.due, self._clock())
+        return 0.0 if wait is None else wait.total_seconds()
 
-    def handle(self, text: str, dequeue_count: int) -> None:
+    def handle(self, message: Deliveries, dequeue_count: int) -> None:
         """Handle one message; raises (so the host retries it) only when it could not finish.
 
         A message may carry several deliveries due in the same second: each starts at its due
         time, they run side by side, and if any could not finish the message comes again (the
         finished ones then see that they are no longer pending, and do nothing).
         """
-        try:
-            deliveries = deliveries_of(json.loads(text))
-        except (ValueError, KeyError, TypeError) as problem:
-            log.error("dropped a malformed execution message (%s): %.200s", problem, text)
-            return
-        if len(deliveries) == 1:
-            self._handle_one(deliveries[0], dequeue_count)
+        if len(message.carried) == 1:
+            self._handle_one(message.carried[0], dequeue_count)
             return
         running = []
-        for delivery in sorted(deliveries, key=lambda delivery: delivery.pending.due):
+        for delivery in sorted(message.carried, key=lambda delivery: delivery.pending.due):
             # Waited out here, in the message's thread, so that the shared threads only ever
             # hold work that is due: a delivery queued behind sleepers would start late.
             self._wait_out(delivery)
@@ -139,12 +130,13 @@ class ExecutionWorker:
         try:
             self._handle(delivery, redelivered=dequeue_count > 1)
         except Exception as failure:
-            if dequeue_count >= self._max_deliveries:
+            if dequeue_count >= self._max_dequeue_count:
                 self._give_up(delivery, failure, dequeue_count)
             raise
 
     def _handle(self, delivery: Delivery, *, redelivered: bool) -> None:
-        if not self._wait_until_due(delivery):
+        if not self._wait_out(delivery):
+            self._dispatcher.send_again(delivery, self._clock())  # looked at again, nearer its time
             return
         with self._starting.under_way():
             started = self._start(delivery, redelivered=redelivered)
@@ -171,7 +163,7 @@ class ExecutionWorker:
                 log.info("%s: %s", _line(delivery, "nothing to run"), decided.reason)
                 return None
             if isinstance(decided, NotYet):
-                self._dispatcher.enqueue(delivery, now, at_least=LOOK_AGAIN_AFTER)
+                self._dispatcher.send_again(delivery, now, at_least=LOOK_AGAIN_AFTER)
                 return None
             if isinstance(decided, Resend):
                 log.info("%s: sending what follows again", _line(delivery, "finished before"))
@@ -187,15 +179,14 @@ class ExecutionWorker:
                 # overlapPolicy Allow: the occurrence is counted and the next one sent before
                 # the action runs, so that the next starts on time however long this one takes.
                 begun = decided.settlement
-                if not self._store.settle_job(stored, begun.document, begun.history):
+                settled = self._store.settle_job(stored, begun.document, begun.history)
+                if settled is None:
                     continue
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
                 if decided.run is None:
                     log.warning("%s: too many still running", _line(delivery, "skipped"))
                     return None
-                stored = self._store.job(delivery.job)  # its etag, for recording the outcome
-                if stored is None:
-                    return None
+                stored = settled  # its etag, for recording the outcome
                 decided = decided.run
             break
         else:
@@ -215,20 +206,14 @@ class ExecutionWorker:
         )
         return stored, decided, outcome
 
-    def _wait_until_due(self, delivery: Delivery) -> bool:
-        """Wait out the fraction of a second the queue cannot; False if sent back instead."""
-        if self._wait_out(delivery):
-            return True
-        self._dispatcher.enqueue(delivery, self._clock())
-        return False
-
     def _wait_out(self, delivery: Delivery) -> bool:
-        """Sleep until the delivery is due, unless that is more than MOST_EARLY away (False)."""
-        early = delivery.pending.due - self._clock()
-        if early > MOST_EARLY:
+        """Sleep until the delivery is due (the fraction of a second the queue cannot wait),
+        unless that is more than MOST_EARLY away (False)."""
+        wait = time_to_wait(delivery.pending.due, self._clock())
+        if wait is None:
             return False
-        if early > timedelta(0):
-            self._sleep(early.total_seconds())
+        if wait > timedelta(0):
+            self._sleep(wait.total_seconds())
         return True
 
     def _record(self, delivery: Delivery, stored: StoredJob, run: Run, outcome: Outcome) -> None:
@@ -236,7 +221,7 @@ class ExecutionWorker:
             now = self._clock()
             settlement = settle(stored.document, run, outcome, now, job=delivery.job)
             if self._store.settle_job(stored, settlement.document, settlement.history):
-                self._dispatcher.dispatch_follow_ups(
+                self._dispatcher.dispatch_gathered(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
                 )
                 level, line = outcome_line(delivery.job, run.attempt, outcome, settlement, now)
@@ -252,7 +237,7 @@ class ExecutionWorker:
             stored = fresh
         raise _kept_changing(delivery)
 
-    def _give_up(self, delivery: Delivery, failure: Exception, deliveries: int) -> None:
+    def _give_up(self, delivery: Delivery, failure: Exception, dequeue_count: int) -> None:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""
         try:
             stored = self._store.job(delivery.job)
@@ -260,7 +245,7 @@ class ExecutionWorker:
                 return
             now = self._clock()
             message = (
-                f"The service failed to execute this attempt {deliveries} times and gave up "
+                f"The service failed to execute this attempt {dequeue_count} times and gave up "
                 f"({type(failure).__name__}: {str(failure)[:300]})"
             )
             run = abandoned(stored.document, delivery)
@@ -328,6 +313,17 @@ class _SharedGateReads:
                     self._reads.pop(key, None)  # the next delivery tries for itself
                 reading.set_exception(failure)
         return reading.result()
+
+
+def time_to_wait(due: datetime, now: datetime) -> timedelta | None:
+    """How long an attempt due at `due` waits at `now` before it starts: zero once it is due;
+    None when it came more than MOST_EARLY early, and goes back on the queue rather than hold a
+    worker. The one rule for both waits: the function's, awaited before a message is handled,
+    and each delivery's, slept in its thread."""
+    early = due - now
+    if early > MOST_EARLY:
+        return None
+    return max(early, timedelta(0))
 
 
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:

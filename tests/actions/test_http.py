@@ -20,6 +20,7 @@ from shared.actions.oauth import TokenCache
 from shared.actions.outbound import OutboundPolicy
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import CollectionId, JobId
+from tests.actions import typed
 from tests.targets import Target, token_endpoint
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
@@ -61,7 +62,7 @@ def request(uri: str, method: str = "GET", **fields: Any) -> dict[str, Any]:
 
 
 def perform(performer: HttpActions, action: dict[str, Any]) -> tuple[bool, str]:
-    return performer.perform(action, JOB, ATTEMPT)
+    return performer.perform(typed(action), JOB, ATTEMPT)
 
 
 # --- requests and responses -------------------------------------------------------------------

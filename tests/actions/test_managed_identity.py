@@ -24,6 +24,7 @@ from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
 from shared.logs import quiet_third_party_loggers
 from shared.settings import Settings
+from tests.actions import typed
 from tests.pipeline import START, Pipeline
 from tests.targets import IdentityEndpoint, Received, Target
 
@@ -101,7 +102,7 @@ def test_the_token_request_names_the_audience_and_carries_the_platform_secret(
 ) -> None:
     server.answer("/stop-vm", 202, b"")
     succeeded, message = performer(clock).perform(
-        with_identity(server.url("/stop-vm")), JOB, ATTEMPT
+        typed(with_identity(server.url("/stop-vm"))), JOB, ATTEMPT
     )
     assert succeeded, message
     [asked] = server.received(endpoint.path)
@@ -120,7 +121,7 @@ def test_a_user_assigned_identity_is_asked_for_by_its_client_id(
 ) -> None:
     server.answer("/secrets", 200)
     action = with_identity(server.url("/secrets"), VAULT, clientId=OTHER_USER_ASSIGNED.upper())
-    assert performer(clock).perform(action, JOB, ATTEMPT)[0]
+    assert performer(clock).perform(typed(action), JOB, ATTEMPT)[0]
     assert token_requests(server, endpoint) == [
         {"api-version": "2019-08-01", "resource": VAULT, "client_id": OTHER_USER_ASSIGNED}
     ]
@@ -135,7 +136,7 @@ def test_without_a_client_id_the_app_uses_the_identity_its_settings_name(
     endpoint.system_assigned = False  # as in the templates: the app has only its user-assigned one
     server.answer("/arm", 200)
     assert performer(clock, default_client_id=USER_ASSIGNED).perform(
-        with_identity(server.url("/arm")), JOB, ATTEMPT
+        typed(with_identity(server.url("/arm"))), JOB, ATTEMPT
     )[0]
     assert [client_id for _, _, client_id in endpoint.issued] == [USER_ASSIGNED]
     settings = Settings.from_environment({"AzureWebJobsStorage__tableServiceUri": "https://a.table.core.windows.net",
@@ -153,17 +154,17 @@ def test_a_token_is_reused_until_five_minutes_before_it_expires_then_renewed(
     started = clock.at
     for minutes in (0, 10, 54):  # the token lives an hour: cached up to 55 minutes
         clock.at = started + timedelta(minutes=minutes)
-        assert actions.perform(action, JOB, ATTEMPT)[0]
+        assert actions.perform(typed(action), JOB, ATTEMPT)[0]
     assert len(endpoint.issued) == 1
     clock.at = started + timedelta(minutes=55, seconds=1)
-    assert actions.perform(action, JOB, ATTEMPT)[0]
+    assert actions.perform(typed(action), JOB, ATTEMPT)[0]
     assert [token for token, _, _ in endpoint.issued] == ["identity-token-1", "identity-token-2"]
     bearers = [bearer_of(call) for call in server.received("/often")]
     assert bearers == ["identity-token-1"] * 3 + ["identity-token-2"]
     # Each audience and each identity has a token of its own.
-    assert actions.perform(with_identity(server.url("/often"), VAULT), JOB, ATTEMPT)[0]
+    assert actions.perform(typed(with_identity(server.url("/often"), VAULT)), JOB, ATTEMPT)[0]
     assert actions.perform(
-        with_identity(server.url("/often"), clientId=USER_ASSIGNED), JOB, ATTEMPT
+        typed(with_identity(server.url("/often"), clientId=USER_ASSIGNED)), JOB, ATTEMPT
     )[0]
     assert len(endpoint.issued) == 4
 
@@ -178,10 +179,10 @@ def test_a_token_that_lives_a_day_is_renewed_after_half_its_life(
     actions, action, started = performer(clock), with_identity(server.url("/daily")), clock.at
     for hours in (0, 11.9):
         clock.at = started + timedelta(hours=hours)
-        assert actions.perform(action, JOB, ATTEMPT)[0]
+        assert actions.perform(typed(action), JOB, ATTEMPT)[0]
     assert len(endpoint.issued) == 1
     clock.at = started + timedelta(hours=12, minutes=1)
-    assert actions.perform(action, JOB, ATTEMPT)[0]
+    assert actions.perform(typed(action), JOB, ATTEMPT)[0]
     assert len(endpoint.issued) == 2
 
 
@@ -191,7 +192,7 @@ def test_an_identity_the_platform_does_not_know_fails_the_attempt_with_its_answe
     server.answer("/never", 200)
     unknown = "11111111-2222-3333-4444-555555555555"
     succeeded, message = performer(clock).perform(
-        with_identity(server.url("/never"), clientId=unknown), JOB, ATTEMPT
+        typed(with_identity(server.url("/never"), clientId=unknown)), JOB, ATTEMPT
     )
     assert not succeeded
     assert message == (
@@ -207,7 +208,7 @@ def test_a_wrong_platform_secret_fails_the_attempt_without_quoting_the_secret(
 ) -> None:
     monkeypatch.setenv("IDENTITY_HEADER", "stale-secret")
     server.answer("/never", 200)
-    succeeded, message = performer(clock).perform(with_identity(server.url("/never")), JOB, ATTEMPT)
+    succeeded, message = performer(clock).perform(typed(with_identity(server.url("/never"))), JOB, ATTEMPT)
     assert not succeeded
     assert message.endswith(
         f"gave no token for audience '{API}': "
@@ -225,7 +226,7 @@ def test_an_endpoint_that_does_not_answer_fails_the_attempt_in_bounded_time(
     monkeypatch.setenv("IDENTITY_HEADER", SECRET)
     server.answer("/never", 200)
     started = time.monotonic()
-    succeeded, message = performer(clock).perform(with_identity(server.url("/never")), JOB, ATTEMPT)
+    succeeded, message = performer(clock).perform(typed(with_identity(server.url("/never"))), JOB, ATTEMPT)
     assert not succeeded
     assert "the app's managed identity (its default identity) gave no token" in message
     assert time.monotonic() - started < 10
@@ -236,7 +237,7 @@ def test_without_a_managed_identity_the_attempt_fails_at_once(server: Target, cl
     server.answer("/never", 200)
     oauth = TokenCache("https://login.invalid", httpx.Client(), clock)
     succeeded, message = HttpActions(LOCAL, None, oauth).perform(
-        with_identity(server.url("/never")), JOB, ATTEMPT
+        typed(with_identity(server.url("/never"))), JOB, ATTEMPT
     )
     assert not succeeded
     assert message == (
@@ -261,7 +262,7 @@ def test_the_identity_is_not_lent_for_calls_to_the_apps_own_storage(
     action = with_identity(
         "https://schedstore.table.core.windows.net/jobs()", "https://storage.azure.com/"
     )
-    succeeded, message = performer(clock, own_storage_hosts=own).perform(action, JOB, ATTEMPT)
+    succeeded, message = performer(clock, own_storage_hosts=own).perform(typed(action), JOB, ATTEMPT)
     assert not succeeded
     assert message == (
         "Http Action - No token for host 'schedstore.table.core.windows.net': "
@@ -280,7 +281,7 @@ def test_a_job_saved_before_the_audience_rules_gets_no_token_for_what_they_refus
     """H3: the rules are checked at the save, and again at the call for jobs saved before."""
     server.answer("/collector", 200)
     action = with_identity(server.url("/collector"), audience)
-    succeeded, message = performer(clock).perform(action, JOB, ATTEMPT)
+    succeeded, message = performer(clock).perform(typed(action), JOB, ATTEMPT)
     assert not succeeded
     assert message.startswith("Http Action - No token for host '127.0.0.1': the audience is ")
     assert endpoint.issued == []
@@ -295,7 +296,7 @@ def test_a_redirect_to_another_host_does_not_carry_the_token(
     policy = OutboundPolicy.from_setting("127.0.0.1/32,localhost")
     oauth = TokenCache("https://login.invalid", httpx.Client(), clock)
     actions = HttpActions(policy, None, oauth, IdentityTokens(clock))
-    assert actions.perform(with_identity(server.url("/moved")), JOB, ATTEMPT)[0]
+    assert actions.perform(typed(with_identity(server.url("/moved"))), JOB, ATTEMPT)[0]
     assert bearer_of(server.received("/moved")[-1]) == endpoint.issued[0][0]
     assert "authorization" not in server.received("/elsewhere")[-1].headers
 
@@ -306,7 +307,7 @@ def test_no_token_reaches_the_logs(
     quiet_third_party_loggers()  # as every process of the app does before it builds a client
     caplog.set_level(logging.DEBUG)
     server.answer("/logged", 200)
-    assert performer(clock).perform(with_identity(server.url("/logged")), JOB, ATTEMPT)[0]
+    assert performer(clock).perform(typed(with_identity(server.url("/logged"))), JOB, ATTEMPT)[0]
     [(token, _, _)] = endpoint.issued
     assert token not in caplog.text
     assert SECRET not in caplog.text

@@ -26,6 +26,7 @@ from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName
 from shared.settings import QUEUE_ENDPOINT_TEMPLATE, SERVICEBUS_ENDPOINT, Settings
+from tests.actions import typed
 from tests.api.test_jobs import job_path, new_collection
 from tests.conftest import SAS_KEY, SAS_KEY_NAME, Service
 from tests.pipeline import START, Pipeline
@@ -112,7 +113,7 @@ def test_endpoints_come_from_the_names_and_the_cloud_suffixes() -> None:
 
 def test_a_queue_message_arrives_base64_encoded_in_azure_schedulers_envelope(storage: str) -> None:
     queue = new_queue(storage)
-    succeeded, said = storage_actions(storage).perform(queue_action(queue.queue_name, sas_for(queue.queue_name)), JOB, ATTEMPT, "westeurope")
+    succeeded, said = storage_actions(storage).perform(typed(queue_action(queue.queue_name, sas_for(queue.queue_name))), JOB, ATTEMPT, "westeurope")
     assert succeeded, said
     assert said == f"StorageQueue Action - The message was put on queue '{queue.queue_name}' of storage account '{ACCOUNT}'"
     text, envelope = only_message(queue)
@@ -133,7 +134,7 @@ def test_queue_clients_are_kept_per_queue_and_token(storage: str) -> None:
     queue, actions = new_queue(storage), storage_actions(storage)
     sas = sas_for(queue.queue_name)
     for _ in range(3):
-        assert actions.perform(queue_action(queue.queue_name, sas), JOB, ATTEMPT, "")[0]
+        assert actions.perform(typed(queue_action(queue.queue_name, sas)), JOB, ATTEMPT, "")[0]
     assert len(actions._clients) == 1
     assert len(queue.peek_messages(max_messages=32)) == 3
 
@@ -149,7 +150,7 @@ def test_sends_from_many_threads_at_once_to_one_queue_keep_their_connections(
 
     def sender(number: int) -> list[bool]:
         start.wait(timeout=10)
-        return [actions.perform(action, JOB, ATTEMPT, "")[0] for _ in range(5)]
+        return [actions.perform(typed(action), JOB, ATTEMPT, "")[0] for _ in range(5)]
 
     with caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"), ThreadPoolExecutor(24) as pool:
         sent = [ok for oks in pool.map(sender, range(24)) for ok in oks]
@@ -170,7 +171,7 @@ def test_sends_from_many_threads_at_once_to_one_queue_keep_their_connections(
 def test_a_bad_sas_token_is_a_failure_that_does_not_leak_the_token(storage: str, sas: Any, reason: str) -> None:
     queue = new_queue(storage)
     token = sas(queue.queue_name)
-    succeeded, said = storage_actions(storage).perform(queue_action(queue.queue_name, token), JOB, ATTEMPT, "")
+    succeeded, said = storage_actions(storage).perform(typed(queue_action(queue.queue_name, token)), JOB, ATTEMPT, "")
     assert not succeeded
     assert said.startswith(f"StorageQueue Action - {reason} for queue '{queue.queue_name}'"), said
     assert "403 AuthenticationFailed" in said
@@ -180,7 +181,7 @@ def test_a_bad_sas_token_is_a_failure_that_does_not_leak_the_token(storage: str,
 
 
 def test_a_missing_queue_is_a_failure(storage: str) -> None:
-    succeeded, said = storage_actions(storage).perform(queue_action("no-such-queue", sas_for("no-such-queue")), JOB, ATTEMPT, "")
+    succeeded, said = storage_actions(storage).perform(typed(queue_action("no-such-queue", sas_for("no-such-queue"))), JOB, ATTEMPT, "")
     assert not succeeded
     assert said.startswith(f"StorageQueue Action - There is no queue 'no-such-queue' of storage account '{ACCOUNT}': 404"), said
 
@@ -188,7 +189,7 @@ def test_a_missing_queue_is_a_failure(storage: str) -> None:
 def test_unreachable_storage_is_a_bounded_failure() -> None:
     settings = Settings.from_environment({QUEUE_ENDPOINT_TEMPLATE: f"http://127.0.0.1:{free_port()}/{{account}}"})
     started = time.monotonic()
-    succeeded, said = StorageQueueActions(settings, timeout=2).perform(queue_action("jobs", "sv=1&sig=c2VjcmV0"), JOB, ATTEMPT, "")
+    succeeded, said = StorageQueueActions(settings, timeout=2).perform(typed(queue_action("jobs", "sv=1&sig=c2VjcmV0")), JOB, ATTEMPT, "")
     assert not succeeded
     assert said.startswith(f"StorageQueue Action - Storage for queue 'jobs' of storage account '{ACCOUNT}' could not be reached"), said
     assert "c2VjcmV0" not in said
@@ -203,7 +204,7 @@ def test_a_time_to_live_beyond_what_amqp_carries_fails_every_send(broker: AmqpBr
     """Why the API refuses such a timeToLive (tests/api/test_write_validation.py): the header
     holds milliseconds in 32 bits, and the SDK cannot encode more."""
     action = bus_action("orders", brokeredMessageProperties={"timeToLive": time_to_live})
-    succeeded, said = bus_actions(broker.endpoint).perform(action, JOB, ATTEMPT)
+    succeeded, said = bus_actions(broker.endpoint).perform(typed(action), JOB, ATTEMPT)
     assert not succeeded
     assert "unsigned int" in said or "internal error" in said, said
 
@@ -217,7 +218,7 @@ def test_a_queue_message_carries_the_body_and_every_mapped_property(broker: Amqp
     }  # fmt: skip
     action = bus_action("orders", message='{"run": "nightly"}', brokeredMessageProperties=properties,
                         customMessageProperties={"appname": "FromScheduler", "x-ms-scheduler-jobid": "forged"})  # fmt: skip
-    succeeded, said = bus_actions(broker.endpoint).perform(action, JOB, ATTEMPT)
+    succeeded, said = bus_actions(broker.endpoint).perform(typed(action), JOB, ATTEMPT)
     assert succeeded, said
     assert said == "ServiceBusQueue Action - The message was sent to queue 'orders' of namespace 'contoso-jobs'"
     [received] = broker.wait_for(1, "orders")
@@ -240,7 +241,7 @@ def test_a_queue_message_carries_the_body_and_every_mapped_property(broker: Amqp
 
 def test_a_message_without_properties_takes_the_execution_id_as_message_id(broker: AmqpBroker) -> None:
     attempt = Attempt(START + timedelta(hours=1), action=ActionName.ERROR_ACTION, retry=2)
-    succeeded, said = bus_actions(broker.endpoint).perform(bus_action("reports", topic=True), JOB, attempt)
+    succeeded, said = bus_actions(broker.endpoint).perform(typed(bus_action("reports", topic=True)), JOB, attempt)
     assert succeeded, said
     assert said == "ServiceBusTopic Action - The message was sent to topic 'reports' of namespace 'contoso-jobs'"
     [received] = broker.wait_for(1, "reports")
@@ -257,7 +258,7 @@ def test_senders_are_opened_once_and_reused_across_executions(broker: AmqpBroker
     links, tokens, before = broker.sender_links, broker.token_requests, len(broker.received("billing/invoices"))
     for n in range(20):
         attempt = Attempt(START + timedelta(minutes=n))
-        assert actions.perform(bus_action("billing/invoices"), JOB, attempt)[0]
+        assert actions.perform(typed(bus_action("billing/invoices")), JOB, attempt)[0]
     assert len(broker.wait_for(before + 20, "billing/invoices")) == before + 20
     assert broker.sender_links - links == 1
     assert broker.token_requests - tokens == 1
@@ -266,14 +267,14 @@ def test_senders_are_opened_once_and_reused_across_executions(broker: AmqpBroker
 
 def test_a_wrong_key_is_refused_and_never_shown(broker: AmqpBroker) -> None:
     wrong = base64.b64encode(b"a key the broker does not have").decode()
-    succeeded, said = bus_actions(broker.endpoint).perform(bus_action("orders", key=wrong), JOB, ATTEMPT)
+    succeeded, said = bus_actions(broker.endpoint).perform(typed(bus_action("orders", key=wrong)), JOB, ATTEMPT)
     assert not succeeded
     assert said == "ServiceBusQueue Action - The shared access key 'send-only' was refused for queue 'orders' of namespace 'contoso-jobs'"
     assert wrong not in said
 
 
 def test_an_unknown_entity_is_a_failure(broker: AmqpBroker) -> None:
-    succeeded, said = bus_actions(broker.endpoint).perform(bus_action("no-such-queue"), JOB, ATTEMPT)
+    succeeded, said = bus_actions(broker.endpoint).perform(typed(bus_action("no-such-queue")), JOB, ATTEMPT)
     assert not succeeded
     assert said == "ServiceBusQueue Action - There is no queue 'no-such-queue' of namespace 'contoso-jobs'"
 
@@ -281,7 +282,7 @@ def test_an_unknown_entity_is_a_failure(broker: AmqpBroker) -> None:
 @pytest.mark.timeout(60)
 def test_a_broker_that_is_down_is_a_bounded_failure() -> None:
     started = time.monotonic()
-    succeeded, said = bus_actions(f"sb://127.0.0.1:{free_port()}", timeout=10).perform(bus_action("orders"), JOB, ATTEMPT)
+    succeeded, said = bus_actions(f"sb://127.0.0.1:{free_port()}", timeout=10).perform(typed(bus_action("orders")), JOB, ATTEMPT)
     assert not succeeded
     assert said == "ServiceBusQueue Action - The namespace of queue 'orders' of namespace 'contoso-jobs' could not be reached"
     assert time.monotonic() - started < 15
@@ -293,7 +294,7 @@ def test_a_broker_that_never_answers_is_a_bounded_failure_and_the_sender_is_drop
     actions = bus_actions(silent.endpoint, timeout=2)
     try:
         started = time.monotonic()
-        succeeded, said = actions.perform(bus_action("orders"), JOB, ATTEMPT)
+        succeeded, said = actions.perform(typed(bus_action("orders")), JOB, ATTEMPT)
         assert not succeeded
         assert said == "ServiceBusQueue Action - Sending to queue 'orders' of namespace 'contoso-jobs' timed out after 2 s"
         assert 2 <= time.monotonic() - started < 10
@@ -363,8 +364,8 @@ def test_the_broker_checks_signatures_with_the_sessions_key(service_bus: AmqpBro
     actions = bus_actions(service_bus.endpoint)
     own = bus_action("alerts", key=SAS_KEY)
     own["serviceBusQueueMessage"]["authentication"]["sasKeyName"] = SAS_KEY_NAME
-    assert actions.perform(own, JOB, ATTEMPT)[0]
-    assert not actions.perform(bus_action("alerts", key=KEY), JOB, ATTEMPT)[0]
+    assert actions.perform(typed(own), JOB, ATTEMPT)[0]
+    assert not actions.perform(typed(bus_action("alerts", key=KEY)), JOB, ATTEMPT)[0]
 
 
 # --- in the local host, as in Azure ---
@@ -406,7 +407,7 @@ def test_one_sender_serves_many_executions_at_once(broker: AmqpBroker) -> None:
     actions = bus_actions(broker.endpoint)
     links, before = broker.sender_links, len(broker.received("orders"))
     with ThreadPoolExecutor(32) as pool:
-        outcomes = list(pool.map(lambda n: actions.perform(bus_action("orders"), JOB, Attempt(START + timedelta(seconds=n))), range(128)))
+        outcomes = list(pool.map(lambda n: actions.perform(typed(bus_action("orders")), JOB, Attempt(START + timedelta(seconds=n))), range(128)))
     assert [said for succeeded, said in outcomes if not succeeded] == []
     assert len(broker.wait_for(before + 128, "orders")) == before + 128
     assert broker.sender_links - links == 1

@@ -20,6 +20,7 @@ from shared.actions.oauth import TokenCache
 from shared.actions.outbound import EmbeddedIPv4, OutboundPolicy, embedded_ipv4
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
+from tests.actions import typed
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 ATTEMPT = Attempt(datetime(2026, 11, 22, 10, 0, tzinfo=UTC))
@@ -121,7 +122,7 @@ def connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def perform(policy: OutboundPolicy, uri: str) -> tuple[bool, str]:
     tokens = TokenCache("https://login.invalid", httpx.Client(), lambda: datetime.now(UTC))
     action = {"type": "Http", "request": {"uri": uri, "method": "GET"}}
-    return HttpActions(policy, None, tokens).perform(action, JOB, ATTEMPT)
+    return HttpActions(policy, None, tokens).perform(typed(action), JOB, ATTEMPT)
 
 
 GUARDED = [

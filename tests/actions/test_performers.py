@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
-from shared.actions import Actions
+from shared.actions import Actions, Performed
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import ActionName, ActionType
+from shared.domain.job_definition import ActionName, ActionType, ErrorAction
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 AT = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
@@ -25,9 +24,9 @@ class Recording:
         self.closed = 0
         self._succeeds = succeeds
 
-    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
-        self.performed.append((action["type"], region))
-        return self._succeeds, f"performed {action['type']}"
+    def perform(self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = "") -> Performed:
+        self.performed.append((action.type.value, region))
+        return Performed(self._succeeds, f"performed {action.type.value}")
 
     def close(self) -> None:
         self.closed += 1
@@ -64,8 +63,9 @@ def test_a_performer_of_several_types_is_closed_once() -> None:
 class Failing:
     """A performer with a fault of ours whose message quotes the job's URI, key and all."""
 
-    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
-        raise ValueError(f"cannot send to {action['request']['uri']}")
+    def perform(self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = "") -> Performed:
+        assert action.request is not None
+        raise ValueError(f"cannot send to {action.request.uri}")
 
     def close(self) -> None:
         pass
@@ -73,7 +73,7 @@ class Failing:
 
 def test_a_fault_of_ours_is_a_failed_attempt_logged_with_the_uris_keys_masked(caplog: pytest.LogCaptureFixture) -> None:
     actions = Actions(lambda: AT, {ActionType.HTTP: Failing()})
-    definition = {"action": {"type": "Http", "request": {"uri": "https://u:pw-1@h.example.org/run?code=key-2&x=1"}}}
+    definition = {"action": {"type": "Http", "request": {"uri": "https://u:pw-1@h.example.org/run?code=key-2&x=1", "method": "GET"}}}
     with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
         outcome = actions.perform(definition, JOB, Attempt(AT))
     assert (outcome.succeeded, outcome.message) == (False, "The action could not be performed: internal error (ValueError)")
@@ -90,18 +90,19 @@ class Echoing:
     def __init__(self, fails: bool) -> None:
         self._fails = fails
 
-    def perform(self, action: dict[str, Any], job: JobId, attempt: Attempt, region: str = "") -> tuple[bool, str]:
-        request = action["request"]
-        quoted = f"{request['headers']} {request['authentication']['password']} {request['uri']}"
+    def perform(self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = "") -> Performed:
+        request = action.request
+        assert request is not None and request.authentication is not None
+        quoted = f"{request.headers} {request.authentication.password} {request.uri}"
         if self._fails:
             raise ValueError(f"cannot send {quoted}")
-        return True, f"Body: {quoted}"
+        return Performed(True, f"Body: {quoted}")
 
 
 @pytest.mark.parametrize("fails", [False, True], ids=["in-the-outcome", "in-a-fault"])
 def test_no_secret_the_job_holds_is_recorded_whatever_quotes_it(fails: bool, caplog: pytest.LogCaptureFixture) -> None:
     actions = Actions(lambda: AT, {ActionType.HTTP: Echoing(fails)})
-    request = {"uri": "https://h.example.org/run?code=Key-1", "headers": {"X-Api-Key": "Key-2", "X-Trace": "t-1"},
+    request = {"uri": "https://h.example.org/run?code=Key-1", "method": "POST", "headers": {"X-Api-Key": "Key-2", "X-Trace": "t-1"},
                "authentication": {"type": "Basic", "username": "u", "password": "Pass-3"}}  # fmt: skip
     with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
         outcome = actions.perform({"action": {"type": "Http", "request": request}}, JOB, Attempt(AT))

@@ -18,8 +18,9 @@ import requests
 from azure.common import AzureHttpError, AzureMissingResourceHttpError
 from azure.servicemanagement.schedulermanagementservice import SchedulerManagementService
 
-from shared.api import classic_operations, job_operations
+from shared.api import job_operations
 from shared.api.arm import ApiRequest
+from shared.api.classic import operations as classic_operations
 from shared.domain.ids import JobId
 from shared.domain.wire import parse_iso
 from tests.conftest import Service

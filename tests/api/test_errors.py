@@ -37,7 +37,11 @@ def test_each_failure_of_a_lower_layer_has_its_arm_error(failure: Exception, sta
     error = arm_error(failure)
     assert error is not None
     assert (error.status, error.code, error.message) == (status, code, message)
-    assert error.envelope == {"error": {"code": code, "message": message}}
+    if isinstance(failure, InvalidRequest):  # ARM's details name each field, for a form
+        detail = {"code": code, "target": "properties.action", "message": "is required"}
+        assert error.envelope == {"error": {"code": code, "message": message, "details": [detail]}}
+    else:
+        assert error.envelope == {"error": {"code": code, "message": message}}
 
 
 def test_arm_errors_pass_through_and_faults_of_our_own_have_none() -> None:

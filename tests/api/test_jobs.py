@@ -11,7 +11,8 @@ import pytest
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.conftest import Service
 from tests.factories import made_pfx
 
@@ -441,7 +442,7 @@ def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str
     name = unique("done")
     assert put_job(api, collection, http_job(), name=name).status_code == 201
     # The executor sets final states; here the store is written as it will write it.
-    store = Store.from_connection_string(service.storage)
+    store = TableStore.from_connection_string(service.storage)
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
     slot = store.job_slot(job)
     assert slot.current is not None
@@ -501,7 +502,7 @@ def test_next_link_is_built_on_the_configured_base_without_the_key_or_a_forged_h
     for n in range(2):
         assert put_job(api, collection, http_job(), name=f"job-{n}").status_code == 201
     job = job_path(collection, "job-0")
-    store = Store.from_connection_string(service.storage)
+    store = TableStore.from_connection_string(service.storage)
     job_id = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), "job-0")
     store.add_history(job_id, [(f"{n:020d}-s99", {"status": "Completed"}) for n in range(2)])
     with httpx.Client(base_url=service.base_url, timeout=5) as bare:  # the key in the query, not a header
@@ -600,6 +601,9 @@ def test_preview_checks_a_body_without_saving_it(api: httpx.Client, collection: 
     assert preview.status_code == 200, preview.text
     wednesdays = [next_monday + timedelta(days=2 + 7 * n, hours=6) for n in range(3)]
     assert preview.json()["value"] == [moment.isoformat().replace("+00:00", "Z") for moment in wednesdays]
+    assert preview.json()["schedule"].startswith("Wednesdays at 06:00 UTC")  # for a form's preview
+    assert "timeZone" not in preview.json()  # a schedule in UTC
     invalid = api.post(f"{collection_path(collection)}/previewOccurrences", json=http_job(recurrence={"frequency": "Day", "interval": 0}))
     assert invalid.status_code == 400
+    assert [detail["target"] for detail in invalid.json()["error"]["details"]] == ["properties.recurrence.interval"]
     assert api.get(f"{collection_path(collection)}/jobs").json() == {"value": [], "nextLink": None}

@@ -7,7 +7,9 @@ scripts would make them.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,7 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.conftest import ROOT, Service
+from tests.conftest import ROOT, SAS_KEY, SAS_KEY_NAME, Service
 from tests.targets import Target
 
 CHROMIUM = os.environ.get("SCHEDULER_CHROMIUM", "/usr/bin/chromium")
@@ -28,7 +30,11 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 WAIT_MS = 15_000
+FOLLOWED_MS = 6_000  # an action's effect, which the page follows, shows before a refresh would
 SCREENSHOT = ROOT / "docs" / "images" / "console.png"
+FORM_SCREENSHOT = ROOT / "docs" / "images" / "console-job-form.png"
+TROUBLE_SCREENSHOT = ROOT / "docs" / "images" / "console-trouble.png"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 pytestmark = pytest.mark.timeout(120)
 expect.set_options(timeout=WAIT_MS)
@@ -119,7 +125,10 @@ def soon() -> datetime:
 def test_the_console_asks_for_the_key_and_says_when_it_is_wrong(
     page: Page, service: Service
 ) -> None:
-    page.goto(f"{service.base_url}/console")
+    answer = page.goto(f"{service.base_url}/console")
+    assert answer is not None
+    policy = answer.headers["content-security-policy"]  # nothing from elsewhere, nothing inline
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     sign_in(page, service, key="not-the-key")
     expect(page.get_by_role("alert")).to_contain_text("refused (401)")
@@ -185,12 +194,18 @@ def test_a_collection_shows_each_job_in_words_with_its_last_run_and_the_next_24_
     expect(page.get_by_role("img", name="hourly-sync: 48 runs")).to_be_visible()
     expect(page.locator(".timeline .row")).to_have_count(3)  # the disabled job has none
 
-    shot = tmp_path / "console.png"
+    expect(page.get_by_text("one run (point at it for its time)")).to_be_visible()  # the legend
+    screenshot(page, SCREENSHOT, tmp_path)
+
+
+def screenshot(page: Page, kept: Path, tmp_path: Path) -> None:
+    """A full-page screenshot; with UPDATE_SCREENSHOTS=1 also the docs' copy at `kept`."""
+    shot = tmp_path / kept.name
     page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes().startswith(b"\x89PNG")
     if os.environ.get("UPDATE_SCREENSHOTS"):
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        SCREENSHOT.write_bytes(shot.read_bytes())
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(shot.read_bytes())
 
 
 def test_run_now_adds_a_history_entry_to_the_job_page(
@@ -203,10 +218,13 @@ def test_run_now_adds_a_history_entry_to_the_job_page(
     expect(page.get_by_role("heading", name="Job cleanup")).to_be_visible()
     expect(page.get_by_text("No history yet.")).to_be_visible()
 
-    page.get_by_role("button", name="Run cleanup now").click()
+    page.get_by_role("button", name="Run now: cleanup").click()
+    expect(page.get_by_role("status")).to_contain_text("cleanup was started")  # at once
     history = page.get_by_role("row").filter(has_text="Completed")
-    expect(history).to_have_count(1, timeout=WAIT_MS)  # the page refreshes itself
+    # Well within the 10 s of a regular refresh: the page follows the run it started.
+    expect(history).to_have_count(1, timeout=FOLLOWED_MS)
     expect(history).to_contain_text("'200 OK' Body: cleaned up 42 rows")
+    expect(page.get_by_role("status")).to_have_text("cleanup ran: Completed.")
     expect(page.get_by_text("1 runs, 0 failed, 0 faulted")).to_be_visible()
 
     page.get_by_label("Status").select_option("Failed")
@@ -268,8 +286,9 @@ def test_the_job_page_never_shows_a_secret(
     properties = weekly_job(target.url("/ok?sig=s3cr3t-sig&day=1"), soon())
     properties["action"]["request"] |= {
         "authentication": {"type": "Basic", "username": "ops", "password": "pa55-w0rd"},
-        "headers": {"X-Api-Key": "k3y-value", "Accept": "text/plain"},
-    }
+        "headers": {"X-Api-Key": "k3y-value", "Accept": "text/plain",
+                    "X-Note": "<img src=x onerror=window.pwned=1>"},
+    }  # fmt: skip
     put_job(api, collection, "guarded", properties)
     sign_in(page, service)
     open_collection(page, collection)
@@ -279,9 +298,24 @@ def test_the_job_page_never_shows_a_secret(
     for secret in ("s3cr3t-sig", "pa55-w0rd", "k3y-value"):
         assert secret not in text
     expect(page.locator("pre.definition")).to_contain_text("day=1")
+    # What a job holds is shown as text, never parsed as HTML; its edit form likewise.
+    expect(page.locator("pre.definition")).to_contain_text("<img src=x onerror=window.pwned=1>")
+    page.get_by_role("link", name="Edit guarded").click()
+    expect(page.get_by_label("Headers")).to_have_value(re.compile("X-Note: <img src=x"))
+    assert page.locator("#view img").count() == 0
+    assert page.evaluate("window.pwned") is None
 
 
-def test_the_keyboard_alone_signs_in_and_opens_a_job(
+def tab_to(page: Page, read: str, wanted: str) -> None:
+    """Presses Tab until the focused element's `read` (JavaScript) is `wanted`."""
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate(read) == wanted:
+            return
+    pytest.fail(f"Tab never reached {wanted}")
+
+
+def test_the_keyboard_alone_signs_in_opens_a_job_and_runs_it(
     page: Page, service: Service, api: httpx.Client, collection: str, target: Target
 ) -> None:
     put_job(api, collection, "by-keys", weekly_job(target.url("/ok"), soon()))
@@ -293,14 +327,13 @@ def test_the_keyboard_alone_signs_in_and_opens_a_job(
     group, name = collection.split("/")[4], collection.rsplit("/", 1)[1]
     page.goto(f"{service.base_url}/console#/collections/console-sub/{group}/{name}")
     expect(page.get_by_role("heading", name=f"Collection {name}")).to_be_visible()
-    for _ in range(30):  # the skip link, the header's links and buttons, then the page's own
-        page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement.textContent") == "by-keys":
-            break
-    else:
-        pytest.fail("Tab never reached the link to the job")
+    # The skip link, the header's links and buttons, then the page's own.
+    tab_to(page, "document.activeElement.textContent", "by-keys")
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Job by-keys")).to_be_visible()
+    tab_to(page, "document.activeElement.getAttribute('aria-label')", "Run now: by-keys")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("by-keys was started")
 
 
 def test_a_phone_sized_screen_shows_each_job_as_a_labelled_card(
@@ -319,5 +352,402 @@ def test_a_phone_sized_screen_shows_each_job_as_a_labelled_card(
         assert widths[0] <= widths[1], f"the page scrolls sideways: {widths}"
         label = card.locator("td[data-label='Next run']")
         assert "Next run" in label.evaluate("cell => getComputedStyle(cell, '::before').content")
+        page.get_by_role("link", name="New job").click()  # the form, its preview under it
+        expect(page.get_by_role("region", name="Preview")).to_contain_text("Fill in the form")
+        expect(page.locator("[aria-invalid]")).to_have_count(0)  # nothing is wrong before typing
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], f"the form scrolls sideways: {widths}"
     finally:
         context.close()
+
+
+def collection_hash(collection_id: str) -> str:
+    parts = collection_id.split("/")
+    return f"#/collections/{parts[2]}/{parts[4]}/{parts[8]}"
+
+
+def new_job_form(page: Page, service: Service, collection_id: str) -> None:
+    page.goto(f"{service.base_url}/console{collection_hash(collection_id)}")
+    page.get_by_role("link", name="New job").click()
+    expect(page.get_by_role("heading", name="New job")).to_be_visible()
+
+
+def fill_action(page: Page, kind: str, target: Target) -> None:
+    """The main action's fields for an action of `kind`, as a user types them."""
+    page.get_by_label("Type", exact=True).first.select_option(kind)
+    if kind in ("Http", "Https"):
+        page.get_by_label("Method").first.select_option("POST")
+        scheme_url = target.url("/ok").replace("http:", "https:" if kind == "Https" else "http:")
+        page.get_by_label("URI").first.fill(scheme_url)
+        page.get_by_label("Headers").first.fill("X-Job: from-the-form")
+        page.get_by_label("Authentication").first.select_option("Basic")
+        page.get_by_label("User name").fill("ops")
+        page.get_by_label("Password", exact=True).fill("pa55-w0rd")
+    elif kind == "StorageQueue":
+        page.get_by_label("Storage account").fill("devstoreaccount1")
+        page.get_by_label("Queue", exact=True).fill("orders")
+        page.get_by_label("SAS token").fill("sv=2020&sig=form-sig")
+        page.get_by_label("Message", exact=True).first.fill("from the form")
+    else:
+        page.get_by_label("Namespace").fill("orders-ns")
+        entity = "Topic" if kind == "ServiceBusTopic" else "Queue"
+        page.get_by_label(entity, exact=True).fill("reports" if entity == "Topic" else "orders")
+        page.get_by_label("Key name").fill(SAS_KEY_NAME)
+        page.get_by_label("Key", exact=True).fill(SAS_KEY)
+        page.get_by_label("Message", exact=True).first.fill("from the form")
+
+
+def test_a_job_of_each_action_type_is_made_through_the_form(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    sign_in(page, service)
+    start = soon().isoformat().replace("+00:00", "Z")
+    kinds = ["Https", "Http", "StorageQueue", "ServiceBusQueue", "ServiceBusTopic"]
+    for kind in kinds:
+        new_job_form(page, service, collection)
+        name = f"made-{kind.lower()}"
+        page.get_by_label("Name", exact=True).fill(name)
+        page.get_by_label("Start time (UTC)").fill(start)  # tomorrow: nothing runs meanwhile
+        fill_action(page, kind, target)
+        page.get_by_label("Retries").first.select_option("Fixed")
+        page.get_by_label("Retry interval").first.fill("PT1M")
+        page.get_by_label("Retry count").first.fill("2")
+        page.get_by_role("button", name="Create job").click()
+        expect(page.get_by_role("heading", name=f"Job {name}")).to_be_visible()
+        expect(page.get_by_role("status")).to_have_text(f"Job {name} was created.")
+
+    for kind in kinds:
+        made = api.get(f"{collection}/jobs/made-{kind.lower()}").json()["properties"]
+        assert made["action"]["type"] == kind
+        policy = made["action"]["retryPolicy"]
+        assert (policy["retryType"].lower(), policy["retryInterval"], policy["retryCount"]) == ("fixed", "PT1M", 2)
+        assert (made["recurrence"]["frequency"].lower(), made["recurrence"]["interval"]) == ("hour", 1)
+        assert made["startTime"] == start
+    https = api.get(f"{collection}/jobs/made-https").json()["properties"]["action"]["request"]
+    assert https["headers"] == {"X-Job": "from-the-form"}
+    assert https["authentication"] == {"type": "Basic", "username": "ops"}  # the password is kept, unshown
+
+
+def test_the_preview_follows_the_schedule_and_a_field_shows_its_error(
+    page: Page, service: Service, collection: str, target: Target, tmp_path: Path
+) -> None:
+    sign_in(page, service)
+    new_job_form(page, service, collection)
+    page.get_by_label("Name", exact=True).fill("berlin-morning")
+    page.get_by_label("URI").first.fill(target.url("/ok").replace("http:", "https:"))
+    preview = page.get_by_role("region", name="Preview")
+    expect(preview).to_contain_text("Every hour")
+
+    page.get_by_label("Unit").select_option("Day")
+    page.get_by_label("At hours").fill("6")
+    page.get_by_label("At minutes").fill("30")
+    page.get_by_label("Time zone").fill("Europe/Berlin")
+    expect(preview).to_contain_text("Every day at 06:30 Europe/Berlin")
+    expect(preview.get_by_role("listitem")).to_have_count(5)
+    # The first run is on saving (no start time), then the schedule's: local time and UTC.
+    expect(preview.get_by_role("listitem").nth(1)).to_contain_text(re.compile(r" 06:30:\d\d Europe/Berlin"))
+    expect(preview.get_by_role("listitem").nth(1)).to_contain_text(re.compile(r" 0[45]:30:\d\d UTC"))
+
+    minutes = page.get_by_label("At minutes")
+    minutes.fill("30, 75")
+    error = page.locator("#f-recurrence-schedule-minutes-error")
+    expect(error).to_contain_text("75")  # the API's own words, beside the field they name
+    expect(minutes).to_have_attribute("aria-invalid", "true")
+    expect(preview).to_contain_text("Fix what is marked")
+    minutes.fill("30")
+    expect(error).to_be_empty()
+    expect(preview.get_by_role("listitem")).to_have_count(5)
+    page.evaluate("window.scrollTo(0, 0)")
+    screenshot(page, FORM_SCREENSHOT, tmp_path)
+
+    page.get_by_label("Start time (UTC)").fill(soon().isoformat().replace("+00:00", "Z"))
+    page.get_by_role("button", name="Create job").click()
+    expect(page.get_by_role("heading", name="Job berlin-morning")).to_be_visible()
+    next_occurrence = page.locator("ol.occurrences time").nth(1)
+    expect(next_occurrence).to_contain_text(" 06:30:00 Europe/Berlin")  # local time next to UTC
+    expect(next_occurrence).to_contain_text(re.compile(r" 0[45]:30:00 UTC"))
+
+
+def test_an_edit_saves_the_change_and_keeps_the_stored_secret(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    target.answer("/guarded", 200, b"let in")
+    properties = weekly_job(target.url("/guarded"), soon())
+    properties["action"]["request"]["authentication"] = {"type": "Basic", "username": "ops", "password": "pa55-w0rd"}
+    put_job(api, collection, "guarded", properties)
+    sign_in(page, service)
+    page.goto(f"{service.base_url}/console{collection_hash(collection)}/jobs/guarded")
+    page.get_by_role("link", name="Edit guarded").click()
+    expect(page.get_by_role("heading", name="Edit job guarded")).to_be_visible()
+    password = page.get_by_label("Password", exact=True)
+    expect(password).to_have_value("")  # write-only: never shown
+    expect(password).to_have_attribute("placeholder", "•••••• (kept)")
+    page.get_by_label("At hours").fill("9")
+    page.get_by_label("Wednesday").uncheck()
+    expect(page.get_by_role("region", name="Preview")).to_contain_text("Mondays and Fridays at 09:00 UTC")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text("Job guarded was saved.")
+    expect(page.locator(".facts")).to_contain_text("Mondays and Fridays at 09:00 UTC")
+
+    saved = api.get(f"{collection}/jobs/guarded").json()["properties"]
+    schedule = saved["recurrence"]["schedule"]
+    assert ([day.lower() for day in schedule["weekDays"]], schedule["hours"], schedule["minutes"]) == (
+        ["monday", "friday"], [9], [0],
+    )  # fmt: skip
+    api.post(f"{collection}/jobs/guarded/run").raise_for_status()
+    (call,) = target.wait_for("/guarded")
+    assert call.headers["authorization"] == "Basic b3BzOnBhNTUtdzByZA=="  # ops:pa55-w0rd, kept
+
+
+def test_a_collection_is_made_and_edited_through_its_form(
+    page: Page, service: Service, api: httpx.Client
+) -> None:
+    group, name = f"console-{secrets.token_hex(3)}", f"made-{secrets.token_hex(2)}"
+    sign_in(page, service)
+    page.get_by_role("link", name="New collection").click()
+    page.get_by_label("Subscription").fill("console-sub")
+    page.get_by_label("Resource group").fill(group)
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Location").fill("North Europe")
+    page.get_by_label("Plan").select_option("Free")
+    page.get_by_label("Most jobs").fill("0")
+    page.get_by_role("button", name="Create collection").click()
+    expect(page.locator("#f-properties-quota-maxJobCount-error")).not_to_be_empty()  # beside it
+    page.get_by_label("Most jobs").fill("3")
+    page.get_by_role("button", name="Create collection").click()
+    expect(page.get_by_role("heading", name=f"Collection {name}")).to_be_visible()
+
+    page.get_by_role("link", name=f"Edit collection {name}").click()
+    page.get_by_label("Plan").select_option("Standard")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_have_text(f"Collection {name} was saved.")
+    expect(page.locator(".facts")).to_contain_text("Standard")
+    path = f"/subscriptions/console-sub/resourceGroups/{group}/providers/Microsoft.Scheduler/jobCollections/{name}"
+    assert api.get(path).json()["location"] == "North Europe"
+
+
+def test_a_failing_job_is_marked_on_the_overview_and_on_its_collection(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target, *,
+    tmp_path: Path,
+) -> None:
+    target.answer("/broken", 500, b"database is down")
+    failing = weekly_job(target.url("/broken"), soon())
+    failing["action"]["retryPolicy"] = {"retryType": "None"}
+    put_job(api, collection, "nightly-import", failing)
+    put_job(api, collection, "healthy", weekly_job(target.url("/ok"), soon()))
+    api.post(f"{collection}/jobs/nightly-import/run").raise_for_status()
+    target.wait_for("/broken")
+
+    sign_in(page, service)
+    name = collection.rsplit("/", 1)[1]
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=name, exact=True))
+    expect(row).to_contain_text("1 last run failed")  # the overview refreshes until recorded
+    expect(row.locator(".trouble.failing")).to_be_visible()
+    open_collection(page, collection)
+    expect(page.get_by_role("row").filter(has_text="nightly-import")).to_contain_text("Last run failed")
+    expect(page.get_by_role("row").filter(has_text="healthy").locator(".trouble")).to_have_count(0)
+    screenshot(page, TROUBLE_SCREENSHOT, tmp_path)
+
+
+def test_a_deleted_job_gives_one_clear_not_found_page_and_refreshes_keep_the_controls(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    put_job(api, collection, "short-lived", weekly_job(target.url("/ok"), soon()))
+    page.clock.install()  # the page's 10 s refresh, on the test's command
+    sign_in(page, service)
+    page.goto(f"{service.base_url}/console{collection_hash(collection)}/jobs/short-lived")
+    run = page.get_by_role("button", name="Run now: short-lived")
+    run.focus()
+    kept = run.element_handle()
+    before = page.locator("#updated").inner_text()
+    page.clock.run_for(11_000)
+    expect(page.locator("#updated")).not_to_have_text(before)  # refreshed in place
+    assert kept.evaluate("button => button.isConnected && document.activeElement === button")
+
+    api.delete(f"{collection}/jobs/short-lived").raise_for_status()
+    for _ in range(2):  # two refreshes: still one message, not one more each time
+        page.clock.run_for(11_000)
+        expect(page.get_by_role("heading", name="Not found")).to_have_count(1)
+    expect(page.get_by_text("The job 'short-lived' does not exist")).to_have_count(1)
+    expect(page.locator("#trail")).not_to_contain_text("short-lived")
+    page.get_by_role("link", name=f"Back to collection {collection.rsplit('/', 1)[1]}").click()
+    expect(page.get_by_role("heading", name=f"Collection {collection.rsplit('/', 1)[1]}")).to_be_visible()
+
+    page.goto(f"{service.base_url}/console#/collections/console-sub/nowhere/missing")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    expect(page.get_by_text("The job collection 'missing' does not exist")).to_be_visible()
+
+
+def axe_problems(page: Page) -> list[str]:
+    """The serious and critical violations axe-core finds on the page as it stands."""
+    page.evaluate(AXE.read_text())
+    found = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".filter((v) => ['serious', 'critical'].includes(v.impact))"
+        ".map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)"
+    )
+    return list(found)
+
+
+def test_axe_finds_no_serious_problem_on_any_page(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    assert AXE.exists(), "axe-core is missing: `npm ci` installs it (package.json)"
+    properties = weekly_job(target.url("/ok"), soon())
+    properties["recurrence"]["timeZone"] = "Europe/Berlin"
+    put_job(api, collection, "checked", properties)
+    api.post(f"{collection}/jobs/checked/run").raise_for_status()
+    target.wait_for("/ok")
+
+    page.goto(f"{service.base_url}/")  # the service's root leads to the console
+    expect(page).to_have_url(f"{service.base_url}/console")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    problems = {"sign in": axe_problems(page)}
+    sign_in(page, service)
+    pages = {
+        "overview": ("#/", "Job collections"),
+        "collection": (collection_hash(collection), "Collection"),
+        "job": (f"{collection_hash(collection)}/jobs/checked", "Job checked"),
+        "new job": (f"{collection_hash(collection)}/new-job", "New job"),
+        "edit job": (f"{collection_hash(collection)}/jobs/checked/edit", "Edit job checked"),
+        "new collection": ("#/new-collection", "New collection"),
+        "edit collection": (f"{collection_hash(collection)}/edit", "Edit collection"),
+        "not found": (f"{collection_hash(collection)}/jobs/gone", "Not found"),
+        "import": ("#/import", "Import a template"),
+    }
+    for name, (address, heading) in pages.items():
+        page.goto(f"{service.base_url}/console{address}")
+        expect(page.get_by_role("heading", name=heading).first).to_be_visible()
+        if name in ("new job", "edit job"):  # the preview's answer (or its problems) arrived
+            expect(page.locator(".preview .help")).not_to_be_empty()
+        problems[name] = axe_problems(page)
+    assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_export_saves_the_collection_and_its_group_as_template_files_without_secrets(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    properties = weekly_job(target.url("/ok"), soon())
+    properties["action"]["request"]["authentication"] = {"type": "Basic", "username": "ops", "password": "pa55-w0rd"}
+    put_job(api, collection, "guarded", properties)
+    group, name = collection.split("/")[4], collection.rsplit("/", 1)[1]
+    sign_in(page, service)
+    open_collection(page, collection)
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=f"Export template of collection {name}").click()
+    saved = saving.value
+    assert saved.suggested_filename == f"{name}.json"
+    text = Path(saved.path()).read_text()
+    assert "pa55-w0rd" not in text
+    template = json.loads(text)
+    (secret,) = template["parameters"].values()
+    assert secret["type"] == "securestring" and "defaultValue" not in secret
+    (exported,) = template["resources"]
+    assert exported["name"] == name and exported["resources"][0]["name"] == "guarded"
+    expect(page.get_by_role("status")).to_have_text(
+        f"{name}.json was saved: its 1 secret is a parameter, give it again when importing."
+    )
+
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=f"Export resource group {group} as a template").click()
+    assert saving.value.suggested_filename == f"{group}.json"
+    assert json.loads(Path(saving.value.path()).read_text())["resources"][0]["name"] == name
+
+
+def import_page(page: Page, service: Service, group: str) -> None:
+    sign_in(page, service)
+    expect(page.get_by_role("heading", name="Job collections")).to_be_visible()
+    page.goto(f"{service.base_url}/console#/import/console-sub/{group}")
+    expect(page.get_by_role("heading", name="Import a template")).to_be_visible()
+
+
+def test_a_template_file_is_checked_with_what_if_then_applied_and_its_jobs_appear(
+    page: Page, service: Service, api: httpx.Client, target: Target, tmp_path: Path
+) -> None:
+    group = f"console-import-{secrets.token_hex(3)}"
+    job = {"type": "jobs", "name": "[parameters('jobName')]", "apiVersion": "2016-03-01",
+           "dependsOn": ["[resourceId('Microsoft.Scheduler/jobCollections', 'imported')]"],
+           "properties": weekly_job(target.url("/ok"), soon())}  # fmt: skip
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2015-01-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "parameters": {"jobName": {"type": "string"}},
+        "resources": [
+            {"type": "Microsoft.Web/sites", "name": "site", "apiVersion": "2022-03-01"},
+            {"type": "Microsoft.Scheduler/jobCollections", "name": "imported", "apiVersion": "2016-03-01",
+             "location": "West Europe", "properties": {"sku": {"name": "Standard"}}, "resources": [job]},
+        ],
+    }  # fmt: skip
+    (tmp_path / "azuredeploy.json").write_text(json.dumps(template))
+    (tmp_path / "azuredeploy.parameters.json").write_text(
+        json.dumps({"contentVersion": "1.0.0.0", "parameters": {"jobName": {"value": "from-a-file"}}})
+    )
+    import_page(page, service, group)
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Parameters file (optional)").set_input_files(tmp_path / "azuredeploy.parameters.json")
+    page.get_by_role("button", name="Check (what-if)").click()
+    planned = page.get_by_role("region", name="What the import would do")
+    expect(planned).to_contain_text("Incremental mode: 1 skipped, 2 created.")
+    expect(planned.get_by_role("row").filter(has_text="imported/from-a-file")).to_contain_text("Created")
+    expect(planned.get_by_role("row").filter(has_text="site")).to_contain_text("not a Microsoft.Scheduler resource")
+    collection = f"/subscriptions/console-sub/resourceGroups/{group}/providers/Microsoft.Scheduler/jobCollections/imported"
+    assert api.get(collection).status_code == 404  # what-if changed nothing
+    assert axe_problems(page) == []
+
+    page.keyboard.press("Tab")  # from the outcomes (which have the focus) to what applies them
+    expect(page.get_by_role("button", name="Apply these changes")).to_be_focused()
+    page.keyboard.press("Enter")
+    applied = page.get_by_role("region", name="What the import did")
+    expect(applied).to_contain_text("Incremental mode: 1 skipped, 2 created.")
+    expect(page.get_by_role("status")).to_have_text("Imported: 1 skipped, 2 created.")
+    applied.get_by_role("link", name="imported", exact=True).click()
+    expect(page.get_by_role("heading", name="Collection imported")).to_be_visible()
+    expect(page.get_by_role("row").filter(has_text="from-a-file")).to_contain_text("Mondays, Wednesdays and Fridays")
+
+    # Complete mode: the job the template no longer names would be deleted, and the button says so.
+    (tmp_path / "azuredeploy.parameters.json").write_text(
+        json.dumps({"contentVersion": "1.0.0.0", "parameters": {"jobName": {"value": "renamed"}}})
+    )
+    page.goto(f"{service.base_url}/console#/import/console-sub/{group}")
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Parameters file (optional)").set_input_files(tmp_path / "azuredeploy.parameters.json")
+    page.get_by_label("Complete:").check()
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(page.get_by_role("region", name="What the import would do")).to_contain_text(
+        "Complete mode: 1 skipped, 1 unchanged, 1 created, 1 deleted."
+    )
+    expect(page.get_by_role("button", name="Apply, deleting 1 job")).to_be_visible()
+    assert api.get(f"{collection}/jobs/from-a-file").status_code == 200
+
+
+def test_an_import_error_shows_its_message_beside_the_form(
+    page: Page, service: Service, api: httpx.Client, tmp_path: Path
+) -> None:
+    group = f"console-import-{secrets.token_hex(3)}"
+    uri = "[concat('https://', reference(resourceId('Microsoft.Web/sites', 'site')).hostNames[0])]"
+    template = {
+        "resources": [
+            {"type": "Microsoft.Scheduler/jobCollections", "name": "needs-azure", "apiVersion": "2016-03-01",
+             "location": "West Europe", "properties": {"sku": {"name": "Standard"}}, "resources": [
+                 {"type": "jobs", "name": "ping", "apiVersion": "2016-03-01", "dependsOn": ["needs-azure"],
+                  "properties": {"action": {"type": "Https", "request": {"uri": uri, "method": "GET"}},
+                                 "recurrence": {"frequency": "Hour", "interval": 1}}}]},
+        ],
+    }  # fmt: skip
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "azuredeploy.json").write_text(json.dumps(template))
+    import_page(page, service, group)
+    page.get_by_label("Template file").set_input_files(tmp_path / "broken.json")
+    page.get_by_role("button", name="Check (what-if)").click()
+    problem = page.locator("#import-problem")
+    expect(problem).to_contain_text("The template file (broken.json) is not JSON")
+    expect(page.get_by_label("Template file")).to_have_attribute("aria-invalid", "true")
+
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Complete:").check()
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(problem).to_contain_text("resource 'needs-azure/ping'")
+    expect(problem).to_contain_text("property 'properties.action.request.uri'")
+    expect(problem).to_contain_text("reference(resourceId('Microsoft.Web/sites', 'site'))")
+    expect(page.get_by_role("button", name=re.compile("Apply"))).to_have_count(0)
+    assert axe_problems(page) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,13 +14,15 @@ from shared.console.views import (
     job_detail,
     job_row,
     timeline,
+    trouble,
 )
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
-from shared.storage.store import StoredCollection, StoredJob
+from shared.storage.interface import StoredCollection, StoredJob
 from tests.factories import utc
 
 NOW = utc("2026-12-01T08:00:00Z")
@@ -46,7 +48,7 @@ EVERY_MINUTE = {"frequency": "minute", "interval": 1}
 def test_a_collection_counts_its_jobs_by_state() -> None:
     collection = StoredCollection(
         COLLECTION,
-        {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}},
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     jobs = [
@@ -54,7 +56,7 @@ def test_a_collection_counts_its_jobs_by_state() -> None:
         stored_job("b", http_job()),
         stored_job("c", http_job(state="disabled")),
     ]
-    view = collection_view(collection, jobs)
+    view = collection_view(collection, jobs, NOW)
     assert view["jobs"] == {"total": 3, "enabled": 2, "disabled": 1, "completed": 0, "faulted": 0}
     assert (view["name"], view["resourceGroup"], view["sku"], view["state"]) == (
         "nightly", "ops", "Standard", "Enabled",
@@ -64,15 +66,15 @@ def test_a_collection_counts_its_jobs_by_state() -> None:
 def test_a_job_row_shows_its_next_run_to_the_second_and_its_last_attempt() -> None:
     start = "2026-12-01T09:30:15Z"
     stored = stored_job("sync", http_job(startTime=start, recurrence=EVERY_SIX_HOURS))
-    assert job_row(stored)["nextRun"] == "2026-12-01T09:30:15Z"
-    assert job_row(stored)["lastRun"] is None
+    assert job_row(stored, NOW)["nextRun"] == "2026-12-01T09:30:15Z"
+    assert job_row(stored, NOW)["lastRun"] is None
 
     document = stored.document
     attempt = document.pending[0].attempt
     ran = NOW + timedelta(hours=2)
     outcome = Outcome(False, ran, ran, "Http Action - Response from host: '500' Body: boom")
     settled = settle(document, Run(attempt, attempt), outcome, ran)
-    row = job_row(StoredJob(stored.id, settled.document, "etag"))
+    row = job_row(StoredJob(stored.id, settled.document, "etag"), NOW)
     assert row["lastRun"] == {
         "startTime": "2026-12-01T10:00:00Z",
         "endTime": "2026-12-01T10:00:00Z",
@@ -86,6 +88,54 @@ def test_a_job_row_shows_its_next_run_to_the_second_and_its_last_attempt() -> No
     # A redefinition starts a new schedule but keeps what ran.
     again = JobDocument.defined(stored.document.definition, ran, previous=settled.document)
     assert again.last_attempt == row["lastRun"]
+
+
+def failed_once(stored: StoredJob, at: datetime) -> StoredJob:
+    """The job after its next pending attempt failed at `at`."""
+    pending = stored.document.pending[0]
+    outcome = Outcome(False, at, at, "Http Action - Response from host: '500' Body: boom")
+    settled = settle(stored.document, Run(pending.attempt, pending.attempt), outcome, at)
+    return StoredJob(stored.id, settled.document, "etag")
+
+
+def test_trouble_is_named_a_failing_run_a_retry_a_fault_and_a_late_job() -> None:
+    retried = {"retryType": "Fixed", "retryInterval": "PT1M", "retryCount": 1}
+    definition = http_job(startTime="2026-12-01T07:00:00Z", recurrence=EVERY_SIX_HOURS)
+    definition["action"]["retryPolicy"] = retried
+    job = stored_job("flaky", definition, defined_at=utc("2026-12-01T06:00:00Z"))
+    at = utc("2026-12-01T07:00:01Z")
+    assert trouble(job, at) == []
+
+    retrying = failed_once(job, at)
+    assert trouble(retrying, at) == ["retrying"]
+    spent = failed_once(retrying, at + timedelta(minutes=1))  # the one retry failed too
+    assert trouble(spent, at + timedelta(minutes=1)) == ["failing"]
+    assert spent.document.status.faulted_count == 1
+    assert job_row(spent, NOW)["trouble"] == [{"kind": "failing", "words": "Last run failed"}]
+
+    late = stored_job("stuck", http_job(startTime="2026-12-01T07:55:00Z", recurrence=EVERY_SIX_HOURS),
+                      defined_at=utc("2026-12-01T07:00:00Z"))  # fmt: skip
+    assert trouble(late, NOW) == ["late"]  # 5 minutes past its run, not started
+    assert trouble(late, utc("2026-12-01T07:56:00Z")) == []  # within the grace of a tick
+    faulted = StoredJob(late.id, late.document.with_state(JobState.FAULTED), "etag")
+    assert trouble(faulted, NOW) == ["faulted"]
+
+    collection = StoredCollection(
+        COLLECTION,
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        "etag",
+    )
+    counted = collection_view(collection, [spent, late, stored_job("fine", http_job())], NOW)
+    assert counted["trouble"] == {"faulted": 0, "retrying": 0, "failing": 1, "late": 1}
+
+
+def test_a_job_in_a_time_zone_names_it_for_local_times() -> None:
+    berlin = {"frequency": "day", "timeZone": "W. Europe Standard Time"}
+    row = job_row(stored_job("local", http_job(recurrence=berlin)), NOW)
+    assert row["timeZone"] == {"name": "W. Europe Standard Time", "iana": "Europe/Berlin"}
+    assert job_row(stored_job("utc", http_job(recurrence={"frequency": "day"})), NOW)["timeZone"] is None
+    in_utc = {"frequency": "day", "timeZone": "UTC"}
+    assert job_row(stored_job("named-utc", http_job(recurrence=in_utc)), NOW)["timeZone"] is None
 
 
 def test_a_job_page_shows_the_definition_without_secrets_and_its_next_occurrences() -> None:
@@ -170,7 +220,7 @@ def test_headers_that_carry_credentials_are_masked() -> None:
 
 def test_a_job_shows_the_reason_its_state_was_set_for() -> None:
     quiet = stored_job("quiet", http_job())
-    assert job_row(quiet)["stateReason"] is None
+    assert job_row(quiet, NOW)["stateReason"] is None
     paused = StoredJob(quiet.id, quiet.document.with_state(JobState.DISABLED, "paused for the migration"), "etag")
-    assert (job_row(paused)["state"], job_row(paused)["stateReason"]) == ("disabled", "paused for the migration")
+    assert (job_row(paused, NOW)["state"], job_row(paused, NOW)["stateReason"]) == ("disabled", "paused for the migration")
     assert job_detail(paused, NOW)["stateReason"] == "paused for the migration"

@@ -1,13 +1,16 @@
 """Azurite as the tests start it (a temporary folder, gone after stop) and as `make run` does (a
-folder of the project, kept across restarts unless emptied first), and the local host's lock."""
+folder of the project, kept across restarts unless emptied first, and across a crash with every
+acknowledged write), and the local host's lock."""
 
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from azure.data.tables import TableServiceClient
+from azure.core.exceptions import AzureError
+from azure.data.tables import TableClient, TableServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient
 
 from devhost import azurite
@@ -57,6 +60,85 @@ def test_a_persistent_location_keeps_its_data_across_a_restart_until_emptied(tmp
     finally:
         emulator.stop()
     assert location.is_dir()
+
+
+@pytest.mark.services
+def test_a_persistent_location_keeps_every_acknowledged_write_when_azurite_is_killed(
+    tmp_path: Path,
+) -> None:
+    # Azurite itself saves every 5 s: killed at once, it would lose all of these.
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        tables = TableServiceClient.from_connection_string(emulator.connection_string)
+        table = tables.create_table("kept")
+        queue = QueueClient.from_connection_string(emulator.connection_string, "kept")
+        queue.create_queue()
+        table.create_entity({"PartitionKey": "p", "RowKey": "created", "value": 1})
+        table.create_entity({"PartitionKey": "p", "RowKey": "deleted", "value": 1})
+        table.update_entity({"PartitionKey": "p", "RowKey": "created", "value": 2})
+        table.delete_entity("p", "deleted")
+        table.submit_transaction(
+            [("upsert", {"PartitionKey": "b", "RowKey": key, "value": 3}) for key in "xy"]
+        )
+        for text in ("received", "deleted"):
+            queue.send_message(text)
+        deleted = next(iter(queue.receive_messages(max_messages=1, visibility_timeout=300)))
+        queue.delete_message(deleted)
+        received = next(iter(queue.receive_messages(max_messages=1, visibility_timeout=300)))
+        # Many at once too: Azurite answers those together after one save.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(queue.send_message, (f"burst {n}" for n in range(30))))
+        emulator.process.kill()  # SIGKILL, straight after the last acknowledgement
+        emulator.process.wait(timeout=10)
+    finally:
+        emulator.stop()
+
+    emulator = azurite.start(location=location)
+    try:
+        table = TableServiceClient.from_connection_string(emulator.connection_string)
+        rows = table.get_table_client("kept").list_entities()
+        assert {row["RowKey"]: row["value"] for row in rows} == {"created": 2, "x": 3, "y": 3}
+        queue = QueueClient.from_connection_string(emulator.connection_string, "kept")
+        visible = [message.content for message in queue.peek_messages(max_messages=32)]
+        assert sorted(visible) == sorted(f"burst {n}" for n in range(30))
+        # The received message is still invisible, and its receipt still deletes it.
+        assert queue.get_queue_properties().approximate_message_count == 31
+        queue.delete_message(received.id, received.pop_receipt)
+        assert queue.get_queue_properties().approximate_message_count == 30
+    finally:
+        emulator.stop()
+
+
+@pytest.mark.services
+def test_a_write_that_cannot_be_saved_is_not_acknowledged(tmp_path: Path) -> None:
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        TableServiceClient.from_connection_string(emulator.connection_string).create_table("kept")
+        table = TableClient.from_connection_string(
+            emulator.connection_string, "kept", retry_total=0
+        )
+        # Where the table database is written before it is renamed into place: a folder now.
+        blocker = location / "__azurite_db_table__.json~"
+        blocker.mkdir()
+        with pytest.raises(AzureError):  # the connection breaks: no answer, no acknowledgement
+            table.create_entity({"PartitionKey": "p", "RowKey": "unsaved"})
+        blocker.rmdir()
+        table.create_entity({"PartitionKey": "p", "RowKey": "saved"})  # saving works again
+        emulator.process.kill()
+        emulator.process.wait(timeout=10)
+    finally:
+        emulator.stop()
+
+    emulator = azurite.start(location=location)
+    try:
+        table = TableClient.from_connection_string(emulator.connection_string, "kept")
+        # The first write was applied but not acknowledged; the next save kept it, as Azure may
+        # keep a write whose answer was lost.
+        assert {row["RowKey"] for row in table.list_entities()} == {"unsaved", "saved"}
+    finally:
+        emulator.stop()
 
 
 @pytest.mark.services
@@ -117,3 +199,13 @@ def test_the_kept_data_folder_is_neither_committed_nor_deployed() -> None:
     assert AZURITE_DATA == ROOT / ".azurite"
     assert ".azurite/" in (ROOT / ".gitignore").read_text().splitlines()
     assert ".azurite" in (ROOT / ".funcignore").read_text().splitlines()
+
+
+def test_the_local_host_keeps_the_key_it_made_for_the_next_run(tmp_path: Path) -> None:
+    from devhost.__main__ import kept_key  # noqa: PLC0415
+
+    first = kept_key(tmp_path / "data")
+    assert len(first) >= 40
+    assert kept_key(tmp_path / "data") == first  # a restart signs in with the same key
+    assert (tmp_path / "data" / "function-key").stat().st_mode & 0o077 == 0
+    assert kept_key(tmp_path / "elsewhere") != first

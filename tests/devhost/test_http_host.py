@@ -152,6 +152,9 @@ def test_route_templates() -> None:
     assert literals == 1
     with pytest.raises(ValueError, match="beyond what devhost supports"):
         compile_route("files/{id:int}")
+    # How a Functions route takes the host's root: an optional parameter that must be empty.
+    root, _ = compile_route("{ignored:maxlength(0)?}")
+    assert root.fullmatch("") is not None and root.fullmatch("console") is None
 
 
 def test_the_service_refuses_requests_without_the_right_key(service: Service) -> None:

@@ -39,6 +39,7 @@ def table(python: str, invocation: str) -> list[dict[str, Any]]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.services  # runs the local host's table tool and a host in processes of their own
 def test_the_table_the_local_host_serves_is_what_the_runtime_indexes() -> None:
     through_runtime = table(sys.executable, "runtime")
     called_directly = table(DIRECT_PYTHON, "direct")
@@ -120,6 +121,7 @@ print(json.dumps(out))
 '''
 
 
+@pytest.mark.services  # runs the local host's table tool and a host in processes of their own
 def test_each_trigger_reaches_the_function_and_back_through_the_library(tmp_path: Path) -> None:
     (tmp_path / "function_app.py").write_text(textwrap.dedent(SMALL_APP))
     done = subprocess.run(

@@ -16,7 +16,7 @@ from shared.domain.decisions import NotYet, Outcome, Park, Resend, Run, Skip, pl
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName, JobBody
 from shared.domain.job_document import JobDocument, stored_definition
-from shared.execution.messages import deliveries_of, message_of
+from shared.execution.messages import Deliveries, MalformedMessage, from_wire, to_wire
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -280,21 +280,22 @@ def test_an_occurrence_a_little_late_is_not_a_missed_one() -> None:
 def test_messages_round_trip() -> None:
     doc = retrying(1)
     delivered = delivery_of(doc, sent_at=T0)
-    assert Delivery.from_message(delivered.to_message()) == delivered
+    assert Delivery.from_wire(delivered.to_wire()) == delivered
 
 
 def test_deliveries_due_in_one_second_travel_in_one_message() -> None:
     first = Delivery(JOB, T0, Pending(Attempt(T0), T0))
     second = Delivery(JobId(JOB.collection, "other"), T0, Pending(Attempt(T0), T0))
-    assert message_of([first]) == first.to_message()  # one alone keeps the single shape
-    assert deliveries_of(message_of([first])) == [first]
-    grouped = message_of([first, second])
-    assert list(grouped) == ["deliveries"]
-    assert deliveries_of(json.loads(json.dumps(grouped))) == [first, second]
+    alone = Deliveries((first,))
+    assert json.loads(to_wire(alone)) == first.to_wire()  # one alone keeps the single shape
+    assert from_wire(to_wire(alone)) == alone
+    grouped = Deliveries((first, second))
+    assert list(json.loads(to_wire(grouped))) == ["deliveries"]
+    assert from_wire(to_wire(grouped)) == grouped
 
 
 @pytest.mark.parametrize("message", [{"deliveries": []}, {"deliveries": "x"}, {"deliveries": [{"job": {}}]}],
                          ids=["empty", "not-a-list", "malformed-member"])  # fmt: skip
 def test_a_malformed_group_is_refused(message: dict[str, Any]) -> None:
-    with pytest.raises((ValueError, KeyError, TypeError)):
-        deliveries_of(message)
+    with pytest.raises(MalformedMessage):
+        from_wire(json.dumps(message))

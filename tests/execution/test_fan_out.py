@@ -6,7 +6,6 @@ with a budget set small and the clock in the test's hands."""
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,11 +18,11 @@ from azure.storage.queue import QueueClient
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.ids import CollectionId, JobId
 from shared.execution.dispatch import Dispatcher, together
-from shared.execution.fan_out import Budget, DueRange, FanOut, Share, is_range_message, share
-from shared.execution.messages import MOST_PER_MESSAGE, deliveries_of
+from shared.execution.fan_out import Budget, FanOut, Share, share
+from shared.execution.messages import MOST_PER_MESSAGE, Deliveries, DueRange, from_wire
 from shared.execution.timer import tick
 from shared.storage.due_index import BUCKET, DueRow, bucket_of, partitions_of, time_key
-from tests.pipeline import START, Pipeline
+from tests.pipeline import MAX_DELIVERIES, START, Pipeline
 
 ATTEMPTS = 300
 SMALL = Budget(inline=40, per_range=8, ranges=100)
@@ -46,13 +45,13 @@ class FailingSends(Dispatcher):
         self.failing, self.calls = failing, 0
         self._count = threading.Lock()
 
-    def send_together(self, deliveries: Sequence[Delivery], now: datetime) -> None:
+    def send_group(self, deliveries: Sequence[Delivery], now: datetime) -> None:
         with self._count:
             self.calls += 1
             fails = self.calls in self.failing
         if fails:
             raise InjectedFailure(f"send {self.calls}")
-        super().send_together(deliveries, now)
+        super().send_group(deliveries, now)
 
 
 @dataclass
@@ -71,7 +70,7 @@ def pipeline(storage: str) -> Pipeline:
 
 def fan_out(pipeline: Pipeline, dispatcher: Dispatcher | None = None) -> FanOut:
     return FanOut(pipeline.queue, pipeline.index, dispatcher or pipeline.dispatcher,
-                  clock=pipeline.clock, budget=SMALL)  # fmt: skip
+                  clock=pipeline.clock, budget=SMALL, max_dequeue_count=MAX_DELIVERIES)  # fmt: skip
 
 
 def index_attempts(pipeline: Pipeline) -> set[tuple[str, datetime]]:
@@ -93,7 +92,7 @@ def drain(
     storage: str,
     mover: FanOut,
     *,
-    handle: Callable[[FanOut, str, int], int] | None = None,
+    handle: Callable[[FanOut, DueRange, int], int] | None = None,
 ) -> Drained:
     """Take every message off the queue, as the executor function would: a range message is
     moved (again later if it raised, as the host retries it), an execution message is noted."""
@@ -101,13 +100,13 @@ def drain(
     drained = Drained()
     while batch := list(next(incoming.receive_messages(messages_per_page=32).by_page(), [])):
         for message in batch:
-            text = base64.b64decode(message.content).decode()
-            if not is_range_message(text):
-                for delivery in deliveries_of(json.loads(text)):
+            received = from_wire(base64.b64decode(message.content).decode())
+            if isinstance(received, Deliveries):
+                for delivery in received.carried:
                     drained.delivered[(delivery.job.name, delivery.pending.due)] += 1
             else:
                 try:
-                    moved = (handle or FanOut.handle)(mover, text, message.dequeue_count or 1)
+                    moved = (handle or FanOut.handle)(mover, received, message.dequeue_count or 1)
                 except InjectedFailure:
                     drained.range_failures += 1
                     incoming.update_message(message, visibility_timeout=0)
@@ -164,8 +163,8 @@ def test_a_range_message_handled_twice_moves_no_attempt_twice(
     mover = fan_out(pipeline)
     tick(pipeline.index, pipeline.dispatcher, pipeline.clock(), ONLY_NOW, fan_out=mover)
 
-    def twice(mover: FanOut, text: str, deliveries: int) -> int:
-        return mover.handle(text, deliveries) + mover.handle(text, deliveries)
+    def twice(mover: FanOut, due_range: DueRange, dequeue_count: int) -> int:
+        return mover.handle(due_range, dequeue_count) + mover.handle(due_range, dequeue_count)
 
     drained = drain(pipeline, storage, mover, handle=twice)
     assert exactly_once(expected, drained)
@@ -229,12 +228,11 @@ def test_a_range_failing_at_its_last_delivery_goes_back_on_the_queue_not_to_pois
     whole = DueRange(
         partitions_of(second_bucket)[0], time_key(second_bucket), time_key(second_bucket + BUCKET)
     )
-    text = json.dumps(whole.to_message())
     always_failing = fan_out(pipeline, FailingSends(pipeline, failing=set(range(1, 100))))
     waiting = _message_count(incoming)
     with pytest.raises(InjectedFailure):
-        always_failing.handle(text, 4)
-    assert always_failing.handle(text, 5) == 0  # the fifth and last: handed on, later
+        always_failing.handle(whole, 4)
+    assert always_failing.handle(whole, 5) == 0  # the fifth and last: handed on, later
     assert _message_count(incoming) == waiting + 1
     assert len(rows_left(pipeline)) == ATTEMPTS - SMALL.inline  # nothing moved, nothing lost
 

@@ -20,7 +20,7 @@ class SideBySide:
     """Hands each message to a thread of its own, as the Functions host runs several at once."""
 
     def __init__(self, pipeline: Pipeline) -> None:
-        self._handle = pipeline.executor.handle
+        self._handle = pipeline.handle
         self._threads = ThreadPoolExecutor(4, thread_name_prefix="message")
         self._running: list[Future[None]] = []
 

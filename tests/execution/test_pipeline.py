@@ -19,9 +19,11 @@ from shared.domain.wire import parse_iso
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import MOST_PER_MESSAGE
 from shared.execution.worker import _SharedGateReads
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 MINUTE = timedelta(minutes=1)
 
@@ -104,10 +106,10 @@ def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, 
     job = pipeline.put_job("dup", job_at(target, "/dup", recurrence={"frequency": "Minute", "interval": 1}))
     seen: list[str] = []
 
-    def twice(text: str, deliveries: int) -> None:
+    def twice(text: str, dequeue_count: int) -> None:
         seen.append(text)
-        pipeline.executor.handle(text, deliveries)
-        pipeline.executor.handle(text, deliveries)  # the same message again, as at-least-once allows
+        pipeline.handle(text, dequeue_count)
+        pipeline.handle(text, dequeue_count)  # the same message again, as at-least-once allows
 
     pipeline.advance(MINUTE, on_message=twice)
     assert len(seen) == 1
@@ -221,18 +223,18 @@ def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postpo
 
 
 def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage: str, target: Target) -> None:
-    class FailingStore(Store):
+    class FailingStore(WrappedStore):
         """Fault injection: the outcome cannot be written for the first five tries."""
 
         failures = 5
 
-        def settle_job(self, *args: Any, **kwargs: Any) -> bool:
+        def settle_job(self, *args: Any, **kwargs: Any) -> Any:
             if FailingStore.failures > 0:
                 FailingStore.failures -= 1
                 raise ConnectionError("storage unavailable")
-            return super().settle_job(*args, **kwargs)
+            return self.inner.settle_job(*args, **kwargs)
 
-    pipeline = Pipeline(storage, store=FailingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=FailingStore(TableStore.from_connection_string(storage)))
     target.answer("/poison", 200)
     no_retries = http(target, "/poison") | {"retryPolicy": {"retryType": "None"}}
     job = pipeline.put_job("poison", job_at(target, "/poison", action=no_retries,
@@ -324,12 +326,12 @@ def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, targe
 def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: str, target: Target) -> None:
     reads: list[Any] = []
 
-    class CountingStore(Store):
+    class CountingStore(WrappedStore):
         def collection_state(self, collection: Any) -> str | None:
             reads.append(pipeline.clock())
-            return super().collection_state(collection)
+            return self.inner.collection_state(collection)
 
-    pipeline = Pipeline(storage, store=CountingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
     target.answer("/shared", 200)
     for n in range(5):
         pipeline.put_job(f"shared-{n}", job_at(target, "/shared"))
@@ -337,6 +339,26 @@ def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: 
     pipeline.advance(MINUTE + timedelta(seconds=15))
     assert len(target.received("/shared")) == 6
     assert reads == [START, START + timedelta(seconds=10)]  # at the due times, once for each
+
+
+def test_an_execution_under_overlap_allow_reads_its_job_once(storage: str, target: Target) -> None:
+    """Allow records the occurrence as begun before the action runs; the outcome is then written
+    against the version that write returned, not against the job read again."""
+    reads: list[JobId] = []
+
+    class CountingStore(WrappedStore):
+        def job(self, job: JobId) -> Any:
+            reads.append(job)
+            return self.inner.job(job)
+
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
+    target.answer("/allowed", 200)
+    job = pipeline.put_job("allowed", job_at(target, "/allowed", overlapPolicy="Allow"))
+    pipeline.advance(MINUTE)
+    assert len(target.received("/allowed")) == 1
+    assert reads == [job]
+    [entry] = pipeline.history(job)
+    assert entry["status"] == "Completed"
 
 
 def test_a_collection_disabled_between_two_due_times_stops_the_later_jobs(pipeline: Pipeline, target: Target) -> None:
@@ -372,8 +394,8 @@ def test_follow_ups_of_one_second_from_many_threads_leave_in_one_message(pipelin
     # Due now (and 3 s ago): visible at once, for the test to look at.
     same_second = [follow_up(n, now) for n in range(8)]
     with ThreadPoolExecutor(8) as threads:
-        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
-    gathering.dispatch_follow_ups([follow_up(9, now - timedelta(seconds=3))], now)
+        list(threads.map(lambda d: gathering.dispatch_gathered([d], now), same_second))
+    gathering.dispatch_gathered([follow_up(9, now - timedelta(seconds=3))], now)
     messages = pipeline.messages()
     assert sorted(len(m.get("deliveries", [m])) for m in messages) == [1, 8]
     grouped = next(m for m in messages if "deliveries" in m)
@@ -389,7 +411,7 @@ def test_follow_ups_of_one_second_that_fill_more_than_a_message_leave_in_message
     same_second = [Delivery(JobId(pipeline.collection, f"job-{n}"), now, Pending(Attempt(now), now))
                    for n in range(due_together)]  # fmt: skip
     with ThreadPoolExecutor(due_together) as threads:
-        list(threads.map(lambda d: gathering.dispatch_follow_ups([d], now), same_second))
+        list(threads.map(lambda d: gathering.dispatch_gathered([d], now), same_second))
     messages = pipeline.messages()
     assert sorted(len(m["deliveries"]) for m in messages) == [37, 38]
     sent = sorted(d["job"]["job"] for m in messages for d in m["deliveries"])

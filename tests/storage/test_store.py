@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -12,7 +13,8 @@ import pytest
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import QuotaExceeded
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
+from shared.storage.table_store import TableStore
 
 WRITERS = 8
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
@@ -20,7 +22,7 @@ DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 @pytest.fixture(scope="module")
 def store(storage: str) -> Store:
-    connected = Store.from_connection_string(storage)
+    connected = TableStore.from_connection_string(storage)
     connected.create_tables()
     return connected
 
@@ -75,3 +77,20 @@ def test_the_count_stays_exact_through_concurrent_creates_and_deletes(store: Sto
     in_parallel(churn)
     assert len(store.jobs(collection)) == WRITERS * 4
     assert store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection == WRITERS * 4
+
+
+def test_settling_a_job_returns_the_version_it_wrote_which_the_next_settle_is_checked_against(
+    store: Store,
+) -> None:
+    job = JobId(CollectionId("store-tests", "rg", f"settle-{uuid.uuid4().hex[:6]}"), "job")
+    create(store, job)
+    read = store.existing_job(job)
+    ran = replace(read.document, occurrences=1)
+    settled = store.settle_job(read, ran, [("entry-1", {"status": "Completed"})])
+    assert settled is not None
+    assert settled.document == ran
+    assert settled == store.existing_job(job)  # its new etag, as a read gives it
+    assert store.settle_job(read, ran, []) is None  # the version it replaced no longer holds
+    again = store.settle_job(settled, replace(ran, occurrences=2), [])
+    assert again is not None and again.etag != settled.etag
+    assert store.existing_job(job).document.occurrences == 2

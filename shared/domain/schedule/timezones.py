@@ -37,6 +37,15 @@ def _iana_names() -> dict[str, str]:
     return names
 
 
+def iana_name(written: str | None) -> str | None:
+    """The IANA name of a job's `recurrence.timeZone` (which a browser can format times in), or
+    None for UTC, no zone, or a name not known (any more)."""
+    if not written:
+        return None
+    iana = _iana_names().get(written.strip().casefold())
+    return None if iana in (None, "UTC") else iana
+
+
 def wall_time(instant: datetime, zone: tzinfo) -> datetime:
     """What a clock in `zone` shows at `instant`, as a naive datetime."""
     if zone is UTC:

@@ -13,14 +13,13 @@ import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 from xml.etree.ElementTree import Element
 
 from pydantic import ValidationError
 
-from shared.api import classic_xml
 from shared.api.arm import ApiRequest, ApiResponse
-from shared.api.classic_jobs import (
+from shared.api.classic import bodies
+from shared.api.classic.jobs import (
     StateChange,
     classic_history_entry,
     classic_job,
@@ -30,15 +29,16 @@ from shared.api.classic_jobs import (
 )
 from shared.api.errors import CloudServiceExists, OperationNotFound
 from shared.api.query import equality_filter, page_bounds
-from shared.domain.collection import CollectionBody, new_collection, patched_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobProperties, JobState
 from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
-from shared.domain.wire import merge_patch
+from shared.domain.wire import JsonObject, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import (
+from shared.storage.interface import (
     PageBounds,
     Preconditions,
     Store,
@@ -64,7 +64,7 @@ def list_cloud_services(request: ApiRequest, services: Services) -> ApiResponse:
     listed = []
     for key in sorted(records.keys() | groups.keys()):
         listed.append(_cloud_service(records.get(key), groups.get(key, [])))
-    return ApiResponse(200, classic_xml.document("CloudServices", *listed))
+    return ApiResponse(200, bodies.document("CloudServices", *listed))
 
 
 def get_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
@@ -72,16 +72,16 @@ def get_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
     record, collections = _existing_parts(services.store, cloud_service)
     shown = _cloud_service(record, collections)
     headers = {"ETag": record.etag} if record else {}
-    return ApiResponse(200, classic_xml.document("CloudService", *shown), headers)
+    return ApiResponse(200, bodies.document("CloudService", *shown), headers)
 
 
 def put_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
     cloud_service = _cloud_service_id(request)
-    document = classic_xml.cloud_service_document(cloud_service.name, request.body)
+    document = bodies.cloud_service_document(cloud_service.name, request.body)
     record, collections = _parts(services.store, cloud_service)
     if record is not None or collections:
         raise CloudServiceExists(cloud_service)
-    stored = services.store.create_cloud_service(cloud_service, document)
+    stored = services.scheduling.create_cloud_service(cloud_service, document)
     return ApiResponse(202, headers={"ETag": stored.etag})
 
 
@@ -89,11 +89,8 @@ def delete_cloud_service(request: ApiRequest, services: Services) -> ApiResponse
     """Delete a cloud service with every job collection in it (the legacy client's tests
     cleaned up by deleting only the cloud service)."""
     cloud_service = _cloud_service_id(request)
-    record, collections = _existing_parts(services.store, cloud_service)
-    for collection in collections:
-        services.store.delete_collection(collection.id, Preconditions())
-    if record is not None:
-        services.store.delete_cloud_service(cloud_service)
+    _, collections = _existing_parts(services.store, cloud_service)
+    services.scheduling.delete_cloud_service(cloud_service, collections)
     return ApiResponse(202)
 
 
@@ -116,34 +113,34 @@ def check_name_availability(request: ApiRequest, services: Services) -> ApiRespo
     else:
         if _named(collections, collection) is not None:
             reason = f"a job collection named '{name}' exists in this cloud service"
-    answer = classic_xml.availability(not reason, reason, dotnet=request.method == "GET")
+    answer = bodies.availability(not reason, reason, dotnet=request.method == "GET")
     return ApiResponse(200, answer)
 
 
 def get_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     stored = services.store.existing_collection(_collection_id(request))
-    return ApiResponse(200, classic_xml.resource(stored.id.name, stored.document, stored.etag))
+    return ApiResponse(200, bodies.resource(stored.id.name, stored.document, stored.etag))
 
 
 def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """Create a collection in its cloud service's region, or change the plan and quota of one."""
     collection = _collection_id(request)
     record, collections = _existing_parts(services.store, collection.cloud_service)
-    properties = classic_xml.collection_body(request.body)
+    properties = bodies.collection_body(request.body)
     previous = _named(collections, collection)
     if previous is None:
-        region = record.document["geoRegion"] if record else collections[0].document.get("location")
+        region = record.document["geoRegion"] if record else collections[0].document.location
         body = _collection_body({"location": region, "properties": properties})
     else:
         body = _collection_body({"properties": properties})
     try:  # a quota beyond the plan's limits
         if previous is None:
-            document = new_collection(body)
+            document = CollectionDocument.created(body)
         else:
-            document = patched_collection(previous.document, body)
+            document = previous.document.patched(body)
     except InvalidRequest as invalid:
         raise _in_xml_terms(invalid.errors) from None
-    stored, _ = services.scheduling.save_collection(
+    stored, _ = services.scheduling.save_collection_with_jobs(
         collection, document, services.now(), preconditions=Preconditions(), previous=previous
     )
     return ApiResponse(202, headers={"ETag": stored.etag})
@@ -151,7 +148,7 @@ def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 def delete_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     collection = _collection_id(request)
-    if not services.store.delete_collection(collection, Preconditions()):
+    if not services.scheduling.delete_collection(collection, Preconditions()):
         raise NotFound(collection)
     return ApiResponse(202)
 
@@ -216,7 +213,7 @@ def switch_jobs(request: ApiRequest, services: Services) -> ApiResponse:
 
 def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
     job = _job_id(request)
-    if not services.store.delete_job(job, Preconditions()):
+    if not services.scheduling.delete_job(job, Preconditions()):
         raise NotFound(job)
     return ApiResponse(200)  # recorded: 200, where the collection's and cloud service's are 202
 
@@ -242,7 +239,7 @@ def get_operation_status(request: ApiRequest, services: Services) -> ApiResponse
         and services.store.operation_recorded(subscription, request_id)
     ):
         raise OperationNotFound(given)
-    return ApiResponse(200, classic_xml.operation(request_id))
+    return ApiResponse(200, bodies.operation(request_id))
 
 
 # --- the steps ------------------------------------------------------------------------------
@@ -258,7 +255,7 @@ def _save_job(request: ApiRequest, services: Services, job: JobId) -> ApiRespons
     return ApiResponse(201 if created else 200, _job(stored))
 
 
-def _job(stored: StoredJob) -> dict[str, Any]:
+def _job(stored: StoredJob) -> JsonObject:
     return classic_job(stored.id.name, stored.document.public_properties())
 
 
@@ -291,14 +288,14 @@ def _cloud_service(
 ) -> Element:
     """A cloud service as XML, from its record or (without one) its resource group's collections."""
     name = record.id.name if record else collections[0].id.resource_group
-    return classic_xml.cloud_service(
+    return bodies.cloud_service(
         name,
         record.document if record else None,
         [(stored.id.name, stored.document, stored.etag) for stored in collections],
     )
 
 
-def _collection_body(sent: dict[str, Any]) -> CollectionBody:
+def _collection_body(sent: JsonObject) -> CollectionBody:
     try:
         return CollectionBody.model_validate(sent)
     except ValidationError as invalid:

@@ -21,7 +21,6 @@ from xml.etree.ElementTree import Element
 
 import azure.functions as func
 
-from shared.api import classic_xml
 from shared.api.arm import (
     ApiResponse,
     Operation,
@@ -30,6 +29,7 @@ from shared.api.arm import (
     request_line,
     warning_headers,
 )
+from shared.api.classic import bodies
 from shared.api.errors import (
     ArmError,
     BadRequest,
@@ -71,13 +71,13 @@ def serve_classic(
         response = operation(classic_request, running)
         if classic_request.method != "GET" and response.status < 300:
             subscription = classic_request.route["subscriptionId"]
-            running.store.record_operation(subscription, request_id)
+            running.scheduling.record_operation(subscription, request_id)
     except Exception as failure:
         error = classic_error(failure)
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, classic_xml.error(error.code, error.message))
+        response = ApiResponse(error.status, bodies.error(error.code, error.message))
     ignored = classic_request.ignored if classic_request else []
     answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)
@@ -130,7 +130,7 @@ def _http_response(
     if body is None:
         return func.HttpResponse(status_code=response.status, headers=headers)
     if isinstance(body, Element):
-        content, mimetype = classic_xml.serialized(body), "application/xml"
+        content, mimetype = bodies.serialized(body), "application/xml"
     else:
         content, mimetype = json.dumps(body, separators=(",", ":")).encode(), "application/json"
     # The header itself, not mimetype and charset: the Python worker's converter writes a charset

@@ -11,7 +11,7 @@ from pydantic import StringConstraints, ValidationError, field_validator
 
 from shared.domain.job_definition import JobProperties, JobState, settable_state
 from shared.domain.problems import InvalidRequest, field_errors
-from shared.domain.wire import WireModel
+from shared.domain.wire import JsonObject, WireModel
 
 # The reason a client gives for a change of state (the Java client's `updateStateReason`, sent
 # as `stateDetails`): kept with the job and shown in the console, so a short text.
@@ -40,7 +40,7 @@ def classic_spelling(value: str) -> str:
     return value[:1].lower() + value[1:]
 
 
-def job_fields(sent: Any) -> tuple[dict[str, Any], str | None]:
+def job_fields(sent: Any) -> tuple[JsonObject, str | None]:
     """A classic job body as the job's own fields and the reason sent for its state
     (`stateDetails`; None when none was sent). `id` is read-only and ignored."""
     if not isinstance(sent, dict):
@@ -50,7 +50,7 @@ def job_fields(sent: Any) -> tuple[dict[str, Any], str | None]:
     return fields, _validated(_StateReasonSent, given).state_details
 
 
-def job_properties(fields: dict[str, Any]) -> JobProperties:
+def job_properties(fields: JsonObject) -> JobProperties:
     """A classic job's fields read as the properties of an ARM job."""
     return _validated(JobProperties, fields)
 
@@ -62,14 +62,14 @@ def state_change(sent: Any) -> StateChange:
     return _validated(StateChange, sent)
 
 
-def _validated(model: type[_Model], sent: dict[str, Any]) -> _Model:
+def _validated(model: type[_Model], sent: JsonObject) -> _Model:
     try:
         return model.model_validate(sent)
     except ValidationError as invalid:
         raise InvalidRequest(field_errors(invalid)) from None
 
 
-def classic_job(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+def classic_job(name: str, properties: JsonObject) -> JsonObject:
     """A job as the classic API answers it, from what the ARM API shows of it."""
     job = copy.deepcopy(properties)
     action = job["action"]
@@ -91,7 +91,7 @@ def classic_job(name: str, properties: dict[str, Any]) -> dict[str, Any]:
     return {"id": name, **job}
 
 
-def classic_history_entry(job_name: str, entry_id: str, entry: dict[str, Any]) -> dict[str, Any]:
+def classic_history_entry(job_name: str, entry_id: str, entry: JsonObject) -> JsonObject:
     """One execution as the classic API lists it: flat, naming its job."""
     spelled = dict(entry)
     for name in ("status", "actionName"):

@@ -1,0 +1,68 @@
+"""The execution queue's messages (docs/glossary.md#queue-message): both kinds read back as
+they were sent, anything else refused, every message sent to live for ever, and the one rule
+for how long an early attempt waits."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain.ids import CollectionId, JobId
+from shared.execution.messages import (
+    Deliveries,
+    DueRange,
+    MalformedMessage,
+    from_wire,
+    received,
+    send,
+    to_wire,
+)
+from shared.execution.worker import MOST_EARLY, time_to_wait
+from tests.pipeline import Pipeline
+
+T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+JOB = JobId(CollectionId("sub", "group", "jc"), "job")
+ONE = Deliveries((Delivery(JOB, T0, Pending(Attempt(T0), T0), sent_at=T0),))
+RANGE = DueRange("20261127T0900-3", "0900", "0905")
+
+
+@pytest.mark.parametrize("message", [ONE, RANGE], ids=["deliveries", "range"])
+def test_each_kind_reads_back_as_it_was_sent(message: Deliveries | DueRange) -> None:
+    assert from_wire(to_wire(message)) == message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["not json", "[]", '"text"', "{}", '{"dueRange": {"partition": "p", "low": "", "high": "h"}}',
+     '{"dueRange": "p"}', '{"deliveries": []}', '{"job": {}}'],
+    ids=["not-json", "a-list", "a-string", "empty", "range-without-low", "range-not-an-object",
+         "no-deliveries", "delivery-without-fields"],
+)  # fmt: skip
+def test_anything_else_is_refused_and_dropped_with_a_log_line(text: str, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(MalformedMessage):
+        from_wire(text)
+    assert received(text) is None
+    assert "dropped a malformed execution message" in caplog.text
+
+
+def test_every_message_lives_for_ever_on_the_queue(pipeline: Pipeline) -> None:
+    """One that waits out a long backlog must still run: a range message as much as deliveries."""
+    for message in (ONE, RANGE):
+        send(pipeline.queue, message, visible_in=timedelta(0))
+    peeked = pipeline.queue.peek_messages(max_messages=32)
+    assert [from_wire(base64.b64decode(m.content).decode()) for m in peeked] == [ONE, RANGE]
+    assert [m.expires_on.year for m in peeked] == [9999, 9999]  # the queue's "never"
+
+
+@pytest.mark.parametrize(
+    ("early", "wait"),
+    [(timedelta(seconds=-3), timedelta(0)), (timedelta(0), timedelta(0)),
+     (timedelta(seconds=1.5), timedelta(seconds=1.5)), (MOST_EARLY, MOST_EARLY),
+     (MOST_EARLY + timedelta(milliseconds=1), None)],
+    ids=["late", "on-time", "early", "as-early-as-waited-for", "too-early"],
+)  # fmt: skip
+def test_an_attempt_waits_until_it_is_due_unless_it_came_too_early(early: timedelta, wait: timedelta | None) -> None:
+    assert time_to_wait(T0 + early, T0) == wait
