@@ -1077,11 +1077,12 @@ class Store:
         stored: StoredJob,
         document: JobDocument,
         history: list[tuple[str, dict[str, Any]]],
-    ) -> bool:
+    ) -> StoredJob | None:
         """Write a job's new document and history entries if the job is as `stored` read it.
 
         The document and the newest entries are one batch: an outcome is recorded whole or not
-        at all. Returns False when another writer changed the job first.
+        at all. Returns the job as written (its new etag, for a next write without a read), or
+        None when another writer changed the job first.
         """
         room = LARGEST_BATCH - 1
         older, newest = history[:-room] if len(history) > room else [], history[-room:]
@@ -1091,10 +1092,10 @@ class Store:
         operations: list[Any] = [_replacement(Stored(stored.id, document, stored.etag))]
         operations += [("upsert", _history_entity(stored.id, *entry)) for entry in newest]
         try:
-            self._jobs.table.submit_transaction(operations)
+            results = self._jobs.table.submit_transaction(operations)
         except TableTransactionError:
-            return False
-        return True
+            return None
+        return Stored(stored.id, document, results[0]["etag"])
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently
