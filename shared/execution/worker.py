@@ -47,6 +47,7 @@ from shared.domain.decisions import (
 )
 from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
+from shared.execution.claims import GroupedClaims
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
@@ -99,6 +100,7 @@ class ExecutionWorker:
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
         self._gates = _SharedGateReads(store.collection_state, clock)
+        self._claims = GroupedClaims(store.settle_jobs)
 
     def close(self) -> None:
         self._actions.close()
@@ -215,9 +217,7 @@ class ExecutionWorker:
                 break
             # Claimed before the call: a delivery racing this one loses the write, reads again,
             # and finds the claim (or the outcome). Its etag serves the outcome's write.
-            written = self._store.settle_job(
-                stored, claimed(stored.document, decided.delivered, claim), []
-            )
+            written = self._claims.write(stored, claimed(stored.document, decided.delivered, claim))
             if written is None:
                 continue
             stored = written
@@ -362,8 +362,7 @@ def time_to_wait(due: datetime, now: datetime) -> timedelta | None:
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:
     # A claim belongs to the job's document: a message carries only the attempt.
     return [
-        Delivery(delivery.job, delivery.defined_at, replace(entry, claim=None))
-        for entry in pending
+        Delivery(delivery.job, delivery.defined_at, replace(entry, claim=None)) for entry in pending
     ]
 
 

@@ -1097,6 +1097,32 @@ class Store:
             return None
         return Stored(stored.id, document, results[0]["etag"])
 
+    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
+        """Write the new documents of several jobs of one collection (at most LARGEST_BATCH, no
+        job twice) in one batch, each only if its job is as read: for each, the job as written,
+        or None where another writer changed (or deleted) it first. A batch is written whole or
+        not at all, so one lost race leaves the batch out and the others go again without it."""
+        written: list[StoredJob | None] = [None] * len(writes)
+        left = list(range(len(writes)))
+        while left:
+            operations = [
+                _replacement(Stored(writes[at][0].id, writes[at][1], writes[at][0].etag))
+                for at in left
+            ]
+            try:
+                results = self._jobs.table.submit_transaction(operations)
+            except TableTransactionError as failed:
+                if failed.status_code not in _RACES_LOST:
+                    raise
+                # The operation that failed, where the service names it (else the first): one
+                # taken for a loser by mistake was not written either, and only reads again.
+                left.pop(min(max(failed.index, 0), len(left) - 1))
+                continue
+            for at, metadata in zip(left, results, strict=True):
+                written[at] = Stored(writes[at][0].id, writes[at][1], metadata["etag"])
+            break
+        return written
+
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently
         when one of them changed (or went) since it was read, and its batch was not written."""
