@@ -48,7 +48,8 @@ from shared.services import build
 from shared.settings import Settings
 from shared.storage.clients import queue_client
 from shared.storage.due_index import DUE_TABLE, DueIndex
-from shared.storage.store import COUNTER_PREFIX, Store
+from shared.storage.keys import COUNTER_PREFIX
+from shared.storage.table_store import TableStore
 
 CLIENTS = 16
 REQUESTS_PER_CLIENT = 40
@@ -264,7 +265,7 @@ def storage_calls(connection: str) -> dict[str, Counter[str]]:
         outbound_ca_file=None, authority_host="https://login.invalid",
     )  # fmt: skip
     tables = TableServiceClient.from_connection_string(connection, raw_request_hook=hook)
-    store = Store(tables)
+    store = TableStore(tables)
     services = build(settings, store=store)
     queue = queue_client(
         settings, "executions", message_encode_policy=TextBase64EncodePolicy(),

@@ -87,15 +87,16 @@ class Drained:
 
 
 def collection(host: Host, sku: str) -> Any:
-    from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
+    from shared.domain.collection import CollectionBody  # noqa: PLC0415
+    from shared.domain.collection_document import CollectionDocument  # noqa: PLC0415
     from shared.domain.ids import CollectionId  # noqa: PLC0415
-    from shared.storage.store import Preconditions  # noqa: PLC0415
+    from shared.storage.interface import Preconditions  # noqa: PLC0415
 
     made = CollectionId("bench", "burst", f"jc-{uuid.uuid4().hex[:8]}")
     body = CollectionBody.model_validate(
         {"location": "West Europe", "properties": {"sku": {"name": sku}}}
     )
-    host.services.store.save_collection(made, new_collection(body), Preconditions())
+    host.services.store.save_collection(made, CollectionDocument.created(body), Preconditions())
     return made
 
 

@@ -179,9 +179,10 @@ class Host:
 
     def new_collection(self) -> Any:
         """A Standard collection, as most users have: up to 50 jobs, each at most once a minute."""
-        from shared.domain.collection import CollectionBody, new_collection  # noqa: PLC0415
+        from shared.domain.collection import CollectionBody  # noqa: PLC0415
+        from shared.domain.collection_document import CollectionDocument  # noqa: PLC0415
         from shared.domain.ids import CollectionId  # noqa: PLC0415
-        from shared.storage.store import Preconditions  # noqa: PLC0415
+        from shared.storage.interface import Preconditions  # noqa: PLC0415
 
         collection = CollectionId("bench", "pipeline", f"jc-{uuid.uuid4().hex[:6]}")
         body = CollectionBody.model_validate(
@@ -190,7 +191,8 @@ class Host:
                 "properties": {"sku": {"name": "Standard"}},
             }
         )
-        self.services.store.save_collection(collection, new_collection(body), Preconditions())
+        document = CollectionDocument.created(body)
+        self.services.store.save_collection(collection, document, Preconditions())
         return collection
 
     def put_jobs(self, bodies: list[dict[str, Any]]) -> None:

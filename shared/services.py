@@ -37,7 +37,8 @@ from shared.logs import quiet_third_party_loggers
 from shared.settings import Settings
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
-from shared.storage.store import Store
+from shared.storage.interface import Store
+from shared.storage.table_store import TableStore
 
 EXECUTIONS_QUEUE = "executions"
 EXECUTION_THREADS = 32
@@ -116,14 +117,14 @@ def build(
     """Every service, connected to the storage the settings name (tables and queue created).
 
     A test passes its own clock, queue and table names, and may pass a `store` built on the
-    same tables (a subclass that injects faults or counts calls).
+    same tables (one that wraps a TableStore to inject faults or count calls).
     """
     quiet_third_party_loggers()  # before any client is built: none may log a target's URL
     identity = settings.storage_identity
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None
     tables = table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
-    store = store or Store(tables)
+    store = store or TableStore(tables)
     store.create_tables()
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
     queue = queue_client(

@@ -19,7 +19,8 @@ from typing import Any
 from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
 from devhost.azurite import queue_endpoint_template
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
 from shared.execution import messages
@@ -27,7 +28,7 @@ from shared.execution.timer import tick
 from shared.services import build
 from shared.settings import Settings, max_dequeue_count
 from shared.storage.due_index import BUCKET, bucket_of
-from shared.storage.store import Preconditions, Store, Stored
+from shared.storage.interface import Preconditions, Store, Stored
 
 START = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
 LOCAL = "localhost,127.0.0.0/8"
@@ -71,7 +72,7 @@ class Pipeline:
         self._incoming = QueueClient.from_connection_string(storage, f"exec{suffix}")
         self.collection = CollectionId("sub-pipeline", "group", f"jc-{suffix}")
         self.services.scheduling.save_collection_with_jobs(
-            self.collection, new_collection(CollectionBody.model_validate(COLLECTION)),
+            self.collection, CollectionDocument.created(CollectionBody.model_validate(COLLECTION)),
             self.clock(), preconditions=Preconditions(), previous=None,
         )  # fmt: skip
         self.poisoned: list[str] = []

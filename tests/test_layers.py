@@ -43,7 +43,7 @@ def impurities(source: str) -> list[str]:
 
 
 def layer_of(module: str) -> str:
-    """`shared.storage.store` -> `storage`."""
+    """`shared.storage.jobs` -> `storage`."""
     return module.split(".")[1]
 
 
@@ -94,7 +94,33 @@ def test_the_check_would_catch_a_clock_read() -> None:
 
 
 def test_the_check_would_catch_a_layer_reaching_up() -> None:
-    assert layering_breaches("shared.storage.store", "from shared.api.errors import Conflict\n") == ["shared.api.errors"]
+    assert layering_breaches("shared.storage.jobs", "from shared.api.errors import Conflict\n") == ["shared.api.errors"]
     assert layering_breaches("shared.actions.http", "from shared.storage import store\n") == ["shared.storage"]
     assert layering_breaches("shared.domain.ids", "import shared.settings\n") == ["shared.settings"]
     assert layering_breaches("shared.api.arm", "from shared.domain.problems import FieldError\n") == []
+
+
+# The parts of the Table Storage store: above storage, only the composition root may name them.
+TABLE_STORE_PARTS = {"table_store", "documents", "jobs", "job_collections", "job_counting", "counter_rows",
+                     "history", "executor_records", "classic_records", "batches"}  # fmt: skip
+
+
+def table_store_parts_used(module: str, source: str) -> list[str]:
+    """The parts of the Table Storage store that `module` imports, where it should speak to the
+    storage interface (shared/storage/interface.py) instead."""
+    if layer_of(module) in {"domain", "settings", "logs", "transport", "storage", "services"}:
+        return []
+    return sorted(target for target in imported(source)
+                  if target.startswith("shared.storage.") and target.split(".")[2] in TABLE_STORE_PARTS)  # fmt: skip
+
+
+@pytest.mark.parametrize("path", sorted(str(path.relative_to(SHARED)) for path in SHARED.rglob("*.py")))
+def test_the_layers_above_storage_depend_on_its_interface_not_its_parts(path: str) -> None:
+    module = "shared." + path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    assert table_store_parts_used(module, (SHARED / path).read_text()) == []
+
+
+def test_the_check_would_catch_a_part_of_the_store_used_above_it() -> None:
+    assert table_store_parts_used("shared.execution.worker", "from shared.storage.jobs import JobSlot\n") == ["shared.storage.jobs"]
+    assert table_store_parts_used("shared.api.arm", "from shared.storage.interface import Preconditions\n") == []
+    assert table_store_parts_used("shared.services", "from shared.storage.table_store import TableStore\n") == []

@@ -29,7 +29,7 @@ from shared.api.errors import (
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.services import Services
-from shared.storage.store import Preconditions
+from shared.storage.interface import Preconditions
 
 SUPPORTED_API_VERSIONS = ("2016-03-01",)
 # What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send

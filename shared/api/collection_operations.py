@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from shared.api.arm import ApiRequest, ApiResponse
-from shared.domain.collection import CollectionBody, new_collection, patched_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import (
     COLLECTION_TYPE,
     CollectionId,
@@ -12,7 +13,7 @@ from shared.domain.ids import (
 )
 from shared.domain.problems import InvalidRequest
 from shared.services import Services
-from shared.storage.store import StoredCollection
+from shared.storage.interface import StoredCollection
 
 
 def get_collection(request: ApiRequest, services: Services) -> ApiResponse:
@@ -27,7 +28,7 @@ def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
     previous = services.store.collection(collection)
     request.preconditions.check(previous)
     stored, _ = services.scheduling.save_collection_with_jobs(
-        collection, new_collection(body), services.now(),
+        collection, CollectionDocument.created(body), services.now(),
         preconditions=request.preconditions, previous=previous,
     )  # fmt: skip
     # 201 whether it was created or replaced: so the real service answered both.
@@ -39,7 +40,7 @@ def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
     current = services.store.existing_collection(collection_id(request))
     request.preconditions.check(current)
     stored, _ = services.scheduling.save_collection_with_jobs(
-        current.id, patched_collection(current.document, patch), services.now(),
+        current.id, current.document.patched(patch), services.now(),
         preconditions=request.preconditions, previous=current,
     )  # fmt: skip
     return _collection_response(200, stored)
@@ -69,16 +70,8 @@ def collection_id(request: ApiRequest) -> CollectionId:
 
 
 def collection_resource(stored: StoredCollection) -> dict[str, object]:
-    document = stored.document
-    resource = {
-        "id": stored.id.arm_id,
-        "type": COLLECTION_TYPE,
-        "name": stored.id.name,
-        "location": document.get("location"),
-    }
-    if document.get("tags"):  # as the real service answered: no tags, no `tags` key
-        resource["tags"] = document["tags"]
-    return resource | {"properties": document["properties"]}
+    resource = {"id": stored.id.arm_id, "type": COLLECTION_TYPE, "name": stored.id.name}
+    return {**resource, **stored.document.to_wire()}
 
 
 def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:

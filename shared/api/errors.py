@@ -4,7 +4,7 @@ place where the errors of the layers below become ARM errors."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
 from shared.domain.problems import FieldError, InvalidRequest, Refused, RuleBroken
@@ -18,6 +18,36 @@ from shared.storage.errors import (
 )
 
 
+class ErrorDetail(TypedDict):
+    code: str
+    target: str  # the JSON path of the field
+    message: str
+
+
+class TemplateViolation(TypedDict):
+    resource: str
+    property: str
+    expression: str | None
+
+
+class AdditionalInfo(TypedDict):
+    type: str
+    info: TemplateViolation
+
+
+class ErrorBody(TypedDict):
+    code: str
+    message: str
+    details: NotRequired[list[ErrorDetail]]
+    additionalInfo: NotRequired[list[AdditionalInfo]]
+
+
+class ErrorEnvelope(TypedDict):
+    """ARM's error body: `{"error": {"code", "message", ...}}`."""
+
+    error: ErrorBody
+
+
 class ArmError(Exception):
     """An error with a place in the ARM error envelope `{"error": {"code", "message"}}`."""
 
@@ -29,7 +59,7 @@ class ArmError(Exception):
         self.message = message
 
     @property
-    def envelope(self) -> dict[str, dict[str, Any]]:
+    def envelope(self) -> ErrorEnvelope:
         return {"error": {"code": self.code, "message": self.message}}
 
 
@@ -47,8 +77,8 @@ class InvalidFields(BadRequest):
         self.errors = tuple(errors)
 
     @property
-    def envelope(self) -> dict[str, dict[str, Any]]:
-        details = [
+    def envelope(self) -> ErrorEnvelope:
+        details: list[ErrorDetail] = [
             {"code": self.code, "target": error.field, "message": error.problem}
             for error in self.errors
         ]
@@ -189,15 +219,15 @@ class InvalidTemplate(ArmError):
 
     def __init__(self, error: TemplateError) -> None:
         super().__init__(error.message)
-        self.violation = {
+        self.violation: TemplateViolation = {
             "resource": error.resource,
             "property": error.property,
             "expression": error.expression,
         }
 
     @property
-    def envelope(self) -> dict[str, Any]:
-        info = {"type": "TemplateViolation", "info": self.violation}
+    def envelope(self) -> ErrorEnvelope:
+        info: AdditionalInfo = {"type": "TemplateViolation", "info": self.violation}
         return {"error": {"code": self.code, "message": self.message, "additionalInfo": [info]}}
 
 

@@ -6,7 +6,7 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
 from shared.api.query import equality_filter, page_bounds, whole_number
-from shared.domain.collection import CollectionState, SkuName
+from shared.domain.collection import CollectionState
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
@@ -17,7 +17,7 @@ from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import JsonObject, iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import PageBounds, StoredJob
+from shared.storage.interface import PageBounds, StoredJob
 
 LARGEST_PREVIEW = 100
 DEFAULT_PREVIEW = 10
@@ -140,7 +140,7 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     times in UTC, the schedule in words, and the IANA name of its time zone (for local times)."""
     collection = services.store.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
-    sku = SkuName(collection.document["properties"]["sku"]["name"])
+    sku = collection.document.sku
     defined_at = services.now()
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:

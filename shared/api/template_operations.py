@@ -3,7 +3,7 @@ resources applied to a resource group, and collections written back as a templat
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import WithJsonSchema
 
@@ -11,15 +11,16 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.errors import arm_error
 from shared.domain.ids import valid_resource_group, valid_subscription
-from shared.domain.templates.deployment import Deployment, ImportMode, plan
+from shared.domain.templates.deployment import Deployment, ImportMode
 from shared.domain.templates.export import ExportedCollection, exported_template
-from shared.domain.wire import IgnoredProperty, WireModel
+from shared.domain.templates.planning import plan
+from shared.domain.wire import IgnoredProperty, JsonObject, WireModel
 from shared.execution.template_import import TemplateImport
 from shared.services import Services
-from shared.storage.store import StoredCollection
+from shared.storage.interface import StoredCollection
 
 # What the OpenAPI document says of a template and its parameters: the shape the import reads
-# (shared/domain/templates/deployment.py checks it, with messages in the template's terms).
+# (shared/domain/templates/planning.py checks it, with messages in the template's terms).
 _RESOURCE_SCHEMA = {
     "type": "object",
     "required": ["type", "name"],
@@ -44,18 +45,18 @@ class ImportRequest(WireModel):
     """What an import takes: the template (JSON, as `az bicep build` or the portal's export
     writes it) and what it needs that only the caller knows."""
 
-    template: Annotated[dict[str, Any], WithJsonSchema(_TEMPLATE_SCHEMA)]
+    template: Annotated[JsonObject, WithJsonSchema(_TEMPLATE_SCHEMA)]
     # ARM's {"name": {"value": ...}}, or a whole parameters file
-    parameters: Annotated[dict[str, Any] | None, WithJsonSchema(_PARAMETERS_SCHEMA)] = None
+    parameters: Annotated[JsonObject | None, WithJsonSchema(_PARAMETERS_SCHEMA)] = None
     mode: ImportMode = ImportMode.INCREMENTAL
     what_if: bool = False
     location: str | None = None  # what resourceGroup().location gives
-    expression_values: dict[str, Any] | None = None
-    property_values: dict[str, dict[str, Any]] | None = None
+    expression_values: JsonObject | None = None  # by the call's text
+    property_values: dict[str, JsonObject] | None = None  # by resource name, then property path
 
 
 # The OpenAPI document's schemas of the answers (the request's comes from ImportRequest).
-SCHEMAS: dict[str, Any] = {
+SCHEMAS: JsonObject = {
     "ImportReport": {
         "type": "object",
         "required": ["status", "mode", "whatIf", "summary", "resources"],
@@ -102,7 +103,7 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     error = arm_error(report.failure)
     if error is None:  # pragma: no cover (apply reports only the failures it knows)
         raise report.failure
-    return ApiResponse(error.status, error.envelope | report.to_wire())
+    return ApiResponse(error.status, {**error.envelope, **report.to_wire()})
 
 
 def export_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
@@ -132,6 +133,4 @@ def _exported(services: Services, collections: list[StoredCollection]) -> ApiRes
 
 def _location_of(collections: list[StoredCollection]) -> str | None:
     """The resource group's location, as far as this service knows one: its collections'."""
-    return next(
-        (c.document.get("location") for c in collections if c.document.get("location")), None
-    )
+    return next((c.document.location for c in collections if c.document.location), None)

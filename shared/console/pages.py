@@ -26,6 +26,7 @@ CONTENT_TYPES = {
     "index.html": "text/html",
     "console.js": "text/javascript",
     "forms.js": "text/javascript",
+    "templates.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from shared.domain.job_definition import ActionName, JobState
 from shared.domain.redaction import redacted_definition
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
-from shared.domain.wire import iso
-from shared.storage.store import StoredCollection, StoredJob
+from shared.domain.wire import JsonObject, iso
+from shared.storage.interface import StoredCollection, StoredJob
 
 TIMELINE_SPAN = timedelta(hours=24)
 # Runs drawn per job on the timeline; a job that runs more often within the span is drawn as
@@ -37,12 +37,75 @@ TROUBLE = {
 }
 
 
+# The shapes the console's page reads (shared/console/static), in its JSON's own names.
+
+
+class TimeZoneView(TypedDict):
+    name: str  # as the job's schedule writes it
+    iana: str
+
+
+class CollectionView(TypedDict):
+    id: str
+    subscription: str
+    resourceGroup: str
+    name: str
+    location: str | None
+    sku: str
+    state: str
+    quota: JsonObject  # as the API writes it
+    jobs: dict[str, int]  # `total`, and the count in each JobState
+    trouble: dict[str, int]  # the count in each kind of TROUBLE
+
+
+class TroubleView(TypedDict):
+    kind: str  # a key of TROUBLE
+    words: str
+
+
+class JobCounts(TypedDict):
+    executions: int
+    failures: int
+    faulted: int
+
+
+class JobRow(TypedDict):
+    id: str
+    name: str
+    state: str
+    stateReason: str | None
+    trouble: list[TroubleView]
+    timeZone: TimeZoneView | None
+    schedule: str
+    action: str
+    nextRun: str | None
+    lastRun: JsonObject | None  # the last attempt as the job's document keeps it
+    counts: JobCounts
+
+
+class JobDetail(JobRow):
+    collection: str
+    definition: JsonObject  # as a reader of the API may see it
+    nextOccurrences: list[str]
+
+
+class TimelineRow(TypedDict):
+    name: str
+    runs: list[str]
+    more: bool  # it runs more often than the timeline draws
+    timeZone: TimeZoneView | None
+
+
+# Functional form: `from` is a Python keyword.
+Timeline = TypedDict("Timeline", {"from": str, "until": str, "jobs": list[TimelineRow]})
+
+
 def collection_view(
     stored: StoredCollection, jobs: Iterable[StoredJob], now: datetime
-) -> dict[str, Any]:
+) -> CollectionView:
     """A collection's row: where it is, its plan and state, its jobs counted by state, and how
     many of them are in each kind of trouble."""
-    properties = stored.document["properties"]
+    document = stored.document
     jobs = list(jobs)
     by_state = Counter(job.document.state.value for job in jobs)
     in_trouble = Counter(kind for job in jobs for kind in trouble(job, now))
@@ -51,16 +114,16 @@ def collection_view(
         "subscription": stored.id.subscription,
         "resourceGroup": stored.id.resource_group,
         "name": stored.id.name,
-        "location": stored.document.get("location"),
-        "sku": properties["sku"]["name"],
-        "state": properties["state"],
-        "quota": properties.get("quota") or {},
+        "location": document.location,
+        "sku": document.sku.value,
+        "state": document.state.value,
+        "quota": document.quota.to_wire() if document.quota is not None else {},
         "jobs": {"total": sum(by_state.values()), **{s.value: by_state[s.value] for s in JobState}},
         "trouble": {kind: in_trouble[kind] for kind in TROUBLE},
     }
 
 
-def job_row(stored: StoredJob, now: datetime) -> dict[str, Any]:
+def job_row(stored: StoredJob, now: datetime) -> JobRow:
     """A job as the collection's list shows it."""
     document = stored.document
     status = document.status
@@ -83,14 +146,15 @@ def job_row(stored: StoredJob, now: datetime) -> dict[str, Any]:
     }
 
 
-def job_detail(stored: StoredJob, now: datetime) -> dict[str, Any]:
+def job_detail(stored: StoredJob, now: datetime) -> JobDetail:
     """A job's page: its row, its definition as a reader may see it, and its next occurrences
     (those it would have if enabled, when it is not)."""
     document = stored.document
     upcoming = document.schedule.upcoming(
         NEXT_OCCURRENCES_SHOWN, after=now, executions_done=document.occurrences
     )
-    return job_row(stored, now) | {
+    return {
+        **job_row(stored, now),
         "collection": stored.id.collection.arm_id,
         "definition": redacted_definition(document.public_properties()),
         "nextOccurrences": [iso(instant) for instant in upcoming if not document.final],
@@ -117,7 +181,7 @@ def trouble(stored: StoredJob, now: datetime) -> list[str]:
     return found
 
 
-def time_zone(definition: dict[str, Any]) -> dict[str, str] | None:
+def time_zone(definition: JsonObject) -> TimeZoneView | None:
     """The job's time zone as written and as its IANA name (which a browser can format in),
     or None for a job in UTC."""
     written = (definition.get("recurrence") or {}).get("timeZone")
@@ -125,10 +189,10 @@ def time_zone(definition: dict[str, Any]) -> dict[str, str] | None:
     return None if iana is None else {"name": str(written), "iana": iana}
 
 
-def timeline(jobs: Iterable[StoredJob], now: datetime) -> dict[str, Any]:
+def timeline(jobs: Iterable[StoredJob], now: datetime) -> Timeline:
     """When each enabled job runs within the next TIMELINE_SPAN."""
     until = now + TIMELINE_SPAN
-    rows = []
+    rows: list[TimelineRow] = []
     for stored in jobs:
         document = stored.document
         if not document.enabled:
@@ -149,7 +213,7 @@ def timeline(jobs: Iterable[StoredJob], now: datetime) -> dict[str, Any]:
     return {"from": iso(now), "until": iso(until), "jobs": rows}
 
 
-def action_summary(action: dict[str, Any]) -> str:
+def action_summary(action: JsonObject) -> str:
     """What an action does, in a few words: its kind and where it goes, never its full URI."""
     kind = action.get("type", "")
     if kind.lower() in ("http", "https"):

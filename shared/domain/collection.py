@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from shared.domain.problems import FieldError, InvalidRequest
-from shared.domain.regions import display_name
 from shared.domain.schedule.recurrence import Frequency, Positive
 from shared.domain.wire import WireEnum, WireModel
 
@@ -149,59 +148,6 @@ SKU_QUOTAS = {
 DEFAULT_SKU = SkuName.STANDARD
 
 
-def new_collection(body: CollectionBody) -> dict[str, Any]:
-    """The stored form of a collection created or replaced by `body`.
-
-    The quota is kept as sent (the real service echoed only what was sent; `effective_quota`
-    fills in the SKU's defaults), the location under its display name, the tags only if any.
-    A quota above what the SKU allows is InvalidRequest.
-    """
-    properties = body.properties or CollectionProperties()
-    sku = properties.sku.name if properties.sku else DEFAULT_SKU
-    _refuse_quota_above(sku, properties.quota)
-    stored_properties: dict[str, Any] = {
-        "sku": {"name": sku.value},
-        "state": (properties.state or CollectionState.ENABLED).value,
-    }
-    if properties.quota is not None:
-        stored_properties["quota"] = properties.quota.to_wire()
-    return _without_empty_tags(
-        {
-            "location": display_name(body.location),
-            "tags": body.tags,
-            "properties": stored_properties,
-        }
-    )
-
-
-def patched_collection(stored: dict[str, Any], patch: CollectionBody) -> dict[str, Any]:
-    """`stored` with what `patch` sets merged in, field by field.
-
-    A new SKU brings its own default quota: only the quota fields the patch sets stay. A quota
-    field the patch sets above what the SKU allows is InvalidRequest.
-    """
-    properties = patch.properties or CollectionProperties()
-    current = stored["properties"]
-    sku = properties.sku.name if properties.sku else SkuName(current["sku"]["name"])
-    _refuse_quota_above(sku, properties.quota)
-    sku_changed = sku.value != current["sku"]["name"]
-    kept_quota = Quota() if sku_changed else Quota.model_validate(current.get("quota") or {})
-    quota = _overlay(kept_quota, properties.quota).to_wire()
-    patched_properties: dict[str, Any] = {
-        "sku": {"name": sku.value},
-        "state": (properties.state or CollectionState(current["state"])).value,
-    }
-    if quota:
-        patched_properties["quota"] = quota
-    location = (
-        display_name(patch.location) if patch.location is not None else stored.get("location")
-    )
-    tags = patch.tags if patch.tags is not None else stored.get("tags")
-    return _without_empty_tags(
-        {"location": location, "tags": tags, "properties": patched_properties}
-    )
-
-
 def quota_problems(sku: SkuName, quota: Quota | None) -> list[FieldError]:
     """What in a quota sent for a collection of `sku` goes beyond the SKU's limits: a quota may
     lower them, never raise them. `maxJobOccurrence` has no SKU limit to check."""
@@ -268,27 +214,19 @@ def over_limits(
     )
 
 
-def with_state(stored: dict[str, Any], state: CollectionState) -> dict[str, Any]:
-    """`stored` in `state` (what POST enable and disable do to the collection itself)."""
-    return {**stored, "properties": {**stored["properties"], "state": state.value}}
+def effective_quota(sku: SkuName, own: Quota | None) -> Quota:
+    """The limits the jobs of a collection of `sku` live under: its own quota over its SKU's,
+    and never beyond the SKU's (a collection stored before quotas were capped may hold more)."""
+    return _capped(overlay(SKU_QUOTAS[sku], own), SKU_QUOTAS[sku])
 
 
-def effective_quota(stored: dict[str, Any]) -> Quota:
-    """The limits a stored collection's jobs live under: its own quota over its SKU's, and
-    never beyond the SKU's (a collection stored before quotas were capped may hold more)."""
-    properties = stored["properties"]
-    sku = SkuName(properties["sku"]["name"])
-    own = Quota.model_validate(properties["quota"]) if properties.get("quota") else None
-    return _capped(_overlay(SKU_QUOTAS[sku], own), SKU_QUOTAS[sku])
-
-
-def _refuse_quota_above(sku: SkuName, quota: Quota | None) -> None:
+def refuse_quota_above(sku: SkuName, quota: Quota | None) -> None:
     problems = quota_problems(sku, quota)
     if problems:
         raise InvalidRequest(problems)
 
 
-def _overlay(base: Quota, own: Quota | None) -> Quota:
+def overlay(base: Quota, own: Quota | None) -> Quota:
     """`base` with every field that `own` sets taking precedence."""
     if own is None:
         return base
@@ -307,8 +245,3 @@ def _capped(quota: Quota, limits: Quota) -> Quota:
     ):
         capped = capped.model_copy(update={"max_recurrence": limits.max_recurrence})
     return capped
-
-
-def _without_empty_tags(document: dict[str, Any]) -> dict[str, Any]:
-    # As the real service answered: a resource without tags has no `tags` key at all.
-    return document if document.get("tags") else {k: v for k, v in document.items() if k != "tags"}

@@ -41,7 +41,7 @@ from shared.domain.redaction import (
 )
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.recurrence import Recurrence
-from shared.domain.wire import iso, parse_iso
+from shared.domain.wire import JsonObject, iso, parse_iso
 
 # Where each secret lives in an action: (message, [sub-object], field).
 SECRETS = (
@@ -75,8 +75,8 @@ class JobStatus:
     last_execution_time: datetime | None = None
     next_execution_time: datetime | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
+    def to_wire(self) -> JsonObject:
+        wire: JsonObject = {
             "executionCount": self.execution_count,
             "failureCount": self.failure_count,
             "faultedCount": self.faulted_count,
@@ -88,7 +88,7 @@ class JobStatus:
         return wire
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> JobStatus:
+    def from_wire(cls, wire: JsonObject) -> JobStatus:
         last, following = wire.get("lastExecutionTime"), wire.get("nextExecutionTime")
         return cls(
             execution_count=wire.get("executionCount", 0),
@@ -126,8 +126,8 @@ class Retries:
         first = policy.interval or policy.minimum or default
         return cls(count, first, policy.maximum or max(DEFAULT_LONGEST_RETRY_WAIT, first))
 
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
+    def to_wire(self) -> JsonObject:
+        wire: JsonObject = {
             "count": self.count,
             "intervalSeconds": self.interval.total_seconds(),
         }
@@ -136,7 +136,7 @@ class Retries:
         return wire
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> Retries:
+    def from_wire(cls, wire: JsonObject) -> Retries:
         maximum = wire.get("maximumSeconds")
         return cls(
             wire["count"],
@@ -149,7 +149,7 @@ class Retries:
 class JobDocument:
     """A job as stored: its definition (wire JSON, secrets included) and all the service keeps."""
 
-    definition: dict[str, Any]
+    definition: JsonObject
     defined_at: datetime
     retries: Retries = Retries()
     status: JobStatus = JobStatus()
@@ -160,14 +160,14 @@ class JobDocument:
     region: str = ""  # its collection's location, which StorageQueue messages name
     # The history entry of the latest attempt, without its message: what the console shows as
     # a job's last run, with no history query per job.
-    last_attempt: dict[str, Any] | None = None
+    last_attempt: JsonObject | None = None
     # Why the state was last changed, as the client said (the classic API's `stateDetails`);
     # None when it said nothing. It belongs to that change: the next change of state replaces it.
     state_reason: str | None = None
 
     @classmethod
     def defined(
-        cls, definition: dict[str, Any], defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
+        cls, definition: JsonObject, defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
         region: str = "", previous: JobDocument | None = None, state_reason: str | None = None,
     ) -> JobDocument:  # fmt: skip
         """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
@@ -243,16 +243,16 @@ class JobDocument:
         """Whether it ended (Completed or Faulted) longer ago than history is kept."""
         return self.final and self.ended_at is not None and self.ended_at <= now - KEPT_FOR
 
-    def public_properties(self) -> dict[str, Any]:
+    def public_properties(self) -> JsonObject:
         """What a client reads: the definition without secrets, and the status if it shows."""
         # As the real service answered: a disabled job that never ran has no status.
         ran = self.status.execution_count > 0 or self.status.last_execution_time is not None
         shown = self.state is not JobState.DISABLED or ran
         return public_properties(self.definition, self.status.to_wire() if shown else None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The document as JSON, as storage keeps it."""
-        stored: dict[str, Any] = {
+        stored: JsonObject = {
             "definition": self.definition,
             "status": self.status.to_wire(),
             "definedAt": iso(self.defined_at),
@@ -271,7 +271,7 @@ class JobDocument:
         return stored
 
     @classmethod
-    def from_json(cls, stored: dict[str, Any]) -> JobDocument:
+    def from_wire(cls, stored: JsonObject) -> JobDocument:
         ended, retries = stored.get("endedAt"), stored.get("retries")
         definition = stored["definition"]
         return cls(
@@ -305,7 +305,7 @@ def reason_after(before: JobDocument | None, state: JobState, given: str | None)
     return None
 
 
-def stored_definition(properties: JobProperties) -> dict[str, Any]:
+def stored_definition(properties: JobProperties) -> JsonObject:
     """The definition as kept: the client's, with the state it starts in and what its pfx says."""
     defined = properties.model_copy(
         update={"state": properties.state or JobState.ENABLED, "status": None}
@@ -316,7 +316,7 @@ def stored_definition(properties: JobProperties) -> dict[str, Any]:
     return defined
 
 
-def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurrences:
+def occurrences_of(definition: JsonObject, defined_at: datetime) -> Occurrences:
     """The occurrences of a stored definition saved at `defined_at`."""
     recurrence, start = definition.get("recurrence"), definition.get("startTime")
     return Occurrences(
@@ -326,7 +326,7 @@ def occurrences_of(definition: dict[str, Any], defined_at: datetime) -> Occurren
     )
 
 
-def public_properties(definition: dict[str, Any], status: dict[str, Any] | None) -> dict[str, Any]:
+def public_properties(definition: JsonObject, status: JsonObject | None) -> JsonObject:
     """What a client reads: the definition without its secret fields, the keys in its URIs and
     headers masked (docs/behaviour.md#secrets), and the status if given."""
     public = copy.deepcopy(definition)
@@ -337,7 +337,7 @@ def public_properties(definition: dict[str, Any], status: dict[str, Any] | None)
     return public if status is None else {**public, "status": status}
 
 
-def keeping_stored_secrets(properties: JobProperties, stored: dict[str, Any]) -> JobProperties:
+def keeping_stored_secrets(properties: JobProperties, stored: JsonObject) -> JobProperties:
     """`properties` sent to replace the `stored` definition, with the masked values a read
     showed (`***`) put back from `stored`: a client that reads a job and writes it back keeps
     its keys. Secret fields that a read leaves out are not put back; the client sends them."""
@@ -346,7 +346,7 @@ def keeping_stored_secrets(properties: JobProperties, stored: dict[str, Any]) ->
     return properties if restored == sent else JobProperties.model_validate(restored)
 
 
-def secrets_staying(stored: dict[str, Any], merged: Any) -> dict[str, Any]:
+def secrets_staying(stored: JsonObject, merged: Any) -> JsonObject:
     """The `stored` definition without the secrets of each action (main or errorAction) that
     `merged`, the stored one with a PATCH applied, sends to another place: what the PATCH is
     applied to again, so that a secret it does not send itself goes only where it came from
@@ -365,7 +365,7 @@ def secrets_staying(stored: dict[str, Any], merged: Any) -> dict[str, Any]:
     return kept
 
 
-def secret_values(definition: dict[str, Any]) -> set[str]:
+def secret_values(definition: JsonObject) -> set[str]:
     """Every secret value a stored definition holds, in the forms a target could echo back:
     the secret fields, a Basic authentication's header value, the keys in URIs and headers.
     What history and the logs keep of an action's outcome has them masked."""
@@ -386,7 +386,7 @@ def secret_values(definition: dict[str, Any]) -> set[str]:
     return values
 
 
-def _goes_where_it_went(before: dict[str, Any], after: Any) -> bool:
+def _goes_where_it_went(before: JsonObject, after: Any) -> bool:
     if not isinstance(after, dict):
         return False
     request, request_after = before.get("request"), after.get("request")
@@ -408,7 +408,7 @@ def _goes_where_it_went(before: dict[str, Any], after: Any) -> bool:
     return True
 
 
-def _drop_secrets(action: dict[str, Any]) -> None:
+def _drop_secrets(action: JsonObject) -> None:
     for holder, secret in _secret_places(action):
         holder.pop(secret, None)
     request = action.get("request")
@@ -418,7 +418,7 @@ def _drop_secrets(action: dict[str, Any]) -> None:
             del headers[name]
 
 
-def _secret_places(action: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+def _secret_places(action: JsonObject) -> Iterator[tuple[JsonObject, str]]:
     """Each (object, name) of an action where a secret field may be (the object may be empty)."""
     for *place, secret in SECRETS:
         holder = action
@@ -440,12 +440,12 @@ def _basic_credentials(authentication: Any) -> set[str]:
     return {base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
-def _retry_policy_of(definition: dict[str, Any]) -> RetryPolicy | None:
+def _retry_policy_of(definition: JsonObject) -> RetryPolicy | None:
     policy = definition["action"].get("retryPolicy")
     return None if policy is None else RetryPolicy.model_validate(policy)
 
 
-def _add_certificate_facts(action: dict[str, Any]) -> None:
+def _add_certificate_facts(action: JsonObject) -> None:
     authentication = action.get("request", {}).get("authentication")
     if (
         not authentication

@@ -27,9 +27,11 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 JsonObject = dict[str, Any]
-"""A JSON object as a body, a stored document or a schema carries it: for values at the edge,
-read or about to be written. What the code hands around between those edges is typed (the wire
-models, dataclasses)."""
+"""A JSON object whose shape this code does not own: a request or response body at the API's
+edge before a wire model reads it (or after one wrote it), a stored document's text, an OpenAPI
+schema, an ARM template and the values given for it. Only for those: a record the code builds
+and reads itself (a plan, an outcome, a view the console reads, rrule's arguments) gets a real
+type instead (a wire model, a dataclass, a TypedDict)."""
 
 
 class WireEnum(enum.StrEnum):

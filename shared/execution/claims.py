@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 from shared.domain.ids import JobId
 from shared.domain.job_document import JobDocument
-from shared.storage.keys import job_partition
-from shared.storage.store import LARGEST_BATCH, StoredJob
+from shared.storage.interface import StoredJob
+from shared.storage.keys import jobs_partition
 
+# What one table batch may hold (Table Storage's limit).
+MOST_PER_BATCH = 100
 WriteAll = Callable[[list[tuple[StoredJob, JobDocument]]], list[StoredJob | None]]
 
 
@@ -44,7 +46,7 @@ class GroupedClaims:
     def write(self, stored: StoredJob, document: JobDocument) -> StoredJob | None:
         """Write `document` if the job is as `stored` read it: the job as written, or None when
         another writer changed it first. Raises what the write raised."""
-        partition = job_partition(stored.id)
+        partition = jobs_partition(stored.id.collection)
         mine = _Claim(stored, document)
         with self._lock:
             self._waiting.setdefault(partition, []).append(mine)
@@ -66,7 +68,7 @@ class GroupedClaims:
             for claim in self._waiting.pop(partition, []):
                 # A batch may not touch one row twice: a job's second claim goes next time (and
                 # loses its race then, unless the first lost too).
-                if len(batch) < LARGEST_BATCH and claim.stored.id not in jobs:
+                if len(batch) < MOST_PER_BATCH and claim.stored.id not in jobs:
                     batch.append(claim)
                     jobs.add(claim.stored.id)
                 else:

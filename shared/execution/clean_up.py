@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from shared.domain import history
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
 from shared.storage.errors import StorageError
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
 
 log = logging.getLogger("scheduler.retention")
 # A classic client polls an operation for seconds after making it; two days leave room for a

@@ -14,16 +14,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import (
-    CollectionState,
-    SkuName,
-    effective_quota,
-    over_limits,
-    with_state,
-)
+from shared.domain.collection import CollectionState, over_limits
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import resumed
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
@@ -39,7 +33,7 @@ from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
-from shared.storage.store import (
+from shared.storage.interface import (
     JobSlot,
     Preconditions,
     Store,
@@ -71,7 +65,7 @@ class Scheduling:
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
         collection = self._store.existing_collection(job.collection)
-        sku = SkuName(collection.document["properties"]["sku"]["name"])
+        sku = collection.document.sku
         slot = slot or self._store.job_slot(job)
         current = slot.current
         if current is not None:  # what a read showed masked, sent back: the stored values
@@ -85,7 +79,7 @@ class Scheduling:
                 "it can no longer be changed, only deleted."
             )
         definition = stored_definition(properties)
-        quota = effective_quota(collection.document)
+        quota = collection.document.effective_quota
         conflict = recurrence_conflict(occurrences_of(definition, now), quota)
         if conflict:
             raise Refused(conflict)
@@ -93,7 +87,7 @@ class Scheduling:
             definition,
             now,
             sku=sku,
-            region=collection.document.get("location") or "",
+            region=collection.document.location or "",
             previous=current.document if current else None,
             state_reason=state_reason,
         )
@@ -159,7 +153,7 @@ class Scheduling:
         quota now allows, the change is Refused before anything is written."""
         stored = self._store.existing_collection(collection)
         if state is JobState.ENABLED:
-            quota = effective_quota(stored.document)
+            quota = stored.document.effective_quota
             for job in self._store.jobs(collection):
                 if job.document.final or job.document.enabled:
                     continue
@@ -214,7 +208,7 @@ class Scheduling:
     def save_collection_with_jobs(
         self,
         collection: CollectionId,
-        document: dict[str, Any],
+        document: CollectionDocument,
         now: datetime,
         *,
         preconditions: Preconditions,
@@ -228,25 +222,24 @@ class Scheduling:
         anything is written."""
         if previous is not None:
             self._refuse_if_over_limits(collection, previous.document, document)
-        state = document["properties"]["state"]
-        enabled = CollectionState.ENABLED.value
-        if state != enabled:  # off before the document says so: nothing runs in between
+        state = document.state.value
+        if not document.enabled:  # off before the document says so: nothing runs in between
             self._store.set_collection_state(collection, state)
         stored, created = self._store.save_collection(collection, document, preconditions)
-        if state != enabled and jobs_state is not None:
+        if not document.enabled and jobs_state is not None:
             self.set_job_states(stored.id, jobs_state, now)
-        if state == enabled:
+        if document.enabled:
             self._store.set_collection_state(collection, state)
-            was_off = previous is not None and previous.document["properties"]["state"] != enabled
+            was_off = previous is not None and not previous.document.enabled
             if was_off or jobs_state is not None:
                 self.set_job_states(stored.id, jobs_state, now)
         return stored, created
 
     def _refuse_if_over_limits(
-        self, collection: CollectionId, before: dict[str, Any], after: dict[str, Any]
+        self, collection: CollectionId, before: CollectionDocument, after: CollectionDocument
     ) -> None:
-        quota = effective_quota(after)
-        if quota == effective_quota(before):
+        quota = after.effective_quota
+        if quota == before.effective_quota:
             return
         jobs = self._store.jobs(collection)
         too_often = [
@@ -255,11 +248,8 @@ class Scheduling:
             if not stored.document.final
             and recurrence_conflict(stored.document.schedule, quota) is not None
         ]
-        sku = after["properties"]["sku"]["name"]
-        changed = sku != before["properties"]["sku"]["name"]
-        conflict = over_limits(
-            quota, len(jobs), too_often, new_sku=SkuName(sku) if changed else None
-        )
+        changed = after.sku is not before.sku
+        conflict = over_limits(quota, len(jobs), too_often, new_sku=after.sku if changed else None)
         if conflict:
             raise Refused(conflict)
 
@@ -272,7 +262,7 @@ class Scheduling:
             current = self._store.existing_collection(collection)
             try:
                 self.save_collection_with_jobs(
-                    collection, with_state(current.document, state), now,
+                    collection, current.document.with_state(state), now,
                     preconditions=Preconditions(if_match=current.etag), previous=current,
                     jobs_state=jobs_state,
                 )  # fmt: skip

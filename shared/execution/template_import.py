@@ -1,4 +1,4 @@
-"""Applying a template's plan (shared/domain/templates/deployment.py) to this service: each
+"""Applying a template's plan (shared/domain/templates/planning.py) to this service: each
 Microsoft.Scheduler resource through the same save path as its PUT, in dependency order.
 
 Incremental mode creates or updates what the template names and leaves the rest; complete mode
@@ -13,21 +13,22 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 
-from shared.domain.collection import CollectionBody, SkuName, new_collection
+from shared.domain.collection import CollectionBody, SkuName
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JOB_TYPE, CollectionId, JobId
 from shared.domain.job_definition import JobBody, JobProperties
 from shared.domain.job_document import keeping_stored_secrets, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
 from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
-from shared.domain.wire import IgnoredProperty, ignored_properties
+from shared.domain.wire import IgnoredProperty, JsonObject, ignored_properties
 from shared.execution.scheduling import Scheduling
 from shared.storage.errors import StorageError
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
 
 
 class Outcome(enum.StrEnum):
@@ -42,6 +43,27 @@ class Outcome(enum.StrEnum):
     NOT_APPLIED = "NotApplied"  # after a failure: the import stopped before it
 
 
+class ResourceOutcomeBody(TypedDict):
+    """One resource's outcome as the import's answer writes it."""
+
+    type: str
+    name: str
+    id: NotRequired[str]
+    outcome: str
+    reason: NotRequired[str]
+    warnings: NotRequired[list[str]]
+
+
+class ImportReportBody(TypedDict):
+    """The import's answer."""
+
+    status: str  # Succeeded or Failed
+    mode: str
+    whatIf: bool
+    summary: dict[str, int]  # how many resources had each Outcome
+    resources: list[ResourceOutcomeBody]
+
+
 @dataclass
 class ResourceOutcome:
     type: str
@@ -51,11 +73,13 @@ class ResourceOutcome:
     reason: str | None = None
     ignored: list[IgnoredProperty] = field(default_factory=list)  # of its body
 
-    def to_wire(self) -> dict[str, Any]:
-        shown: dict[str, Any] = {"type": self.type, "name": self.name}
-        if self.id:
-            shown["id"] = self.id
-        shown["outcome"] = self.outcome.value
+    def to_wire(self) -> ResourceOutcomeBody:
+        outcome = self.outcome.value
+        shown: ResourceOutcomeBody = (
+            {"type": self.type, "name": self.name, "id": self.id, "outcome": outcome}
+            if self.id
+            else {"type": self.type, "name": self.name, "outcome": outcome}
+        )
         if self.reason:
             shown["reason"] = self.reason
         if self.ignored:
@@ -74,7 +98,7 @@ class ImportReport:
     def succeeded(self) -> bool:
         return self.failure is None
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> ImportReportBody:
         counts: dict[str, int] = {}
         for each in self.resources:
             counts[each.outcome.value] = counts.get(each.outcome.value, 0) + 1
@@ -146,8 +170,8 @@ class TemplateImport:
         body = _read(CollectionBody, resource.body, outcome)
         if body.location is None:
             raise InvalidRequest.because("location", "is required")
-        document = new_collection(body)
-        run.planned_skus[resource.name.casefold()] = SkuName(document["properties"]["sku"]["name"])
+        document = CollectionDocument.created(body)
+        run.planned_skus[resource.name.casefold()] = document.sku
         previous = self._store.collection(collection)
         if previous is not None and previous.document == document:
             outcome.outcome = Outcome.UNCHANGED
@@ -210,7 +234,7 @@ class TemplateImport:
 
 
 def _read(
-    model: type[CollectionBody] | type[JobBody], body: dict[str, Any], outcome: ResourceOutcome
+    model: type[CollectionBody] | type[JobBody], body: JsonObject, outcome: ResourceOutcome
 ) -> Any:
     """A resource's body read as its PUT reads it; the properties it ignores become warnings."""
     try:
@@ -221,14 +245,14 @@ def _read(
     return read
 
 
-def _unchanged(properties: JobProperties, stored: dict[str, Any], state: str) -> bool:
+def _unchanged(properties: JobProperties, stored: JsonObject, state: str) -> bool:
     """Whether saving `properties` would give the job the definition and state it has."""
     definition = stored_definition(keeping_stored_secrets(properties, stored))
     return definition == stored and definition.get("state") == state
 
 
 def _sku_of(store: Store, collection: CollectionId) -> SkuName:
-    return SkuName(store.existing_collection(collection).document["properties"]["sku"]["name"])
+    return store.existing_collection(collection).document.sku
 
 
 def _said(failure: Exception) -> str:

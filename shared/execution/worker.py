@@ -53,8 +53,8 @@ from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
+from shared.storage.interface import Store, StoredJob
 from shared.storage.keys import jobs_partition
-from shared.storage.store import Store, StoredJob
 from shared.transport import CALLS_AT_ONCE
 
 log = logging.getLogger("scheduler.executor")

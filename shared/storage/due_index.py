@@ -21,8 +21,8 @@ from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
 from shared.domain.attempts import Delivery
 from shared.domain.wire import EPOCH, iso, parse_iso, ticks
-from shared.storage.keys import job_partition, job_row
-from shared.storage.store import submit_batches
+from shared.storage.batches import submit_batches
+from shared.storage.keys import job_row, jobs_partition
 
 DUE_TABLE = "dueattempts"
 BUCKET = timedelta(minutes=5)
@@ -167,7 +167,8 @@ def _partition(bucket: datetime, shard: int) -> str:
 
 
 def _shard(delivery: Delivery) -> int:
-    return zlib.crc32(f"{job_partition(delivery.job)}/{job_row(delivery.job)}".encode()) % SHARDS
+    job = delivery.job
+    return zlib.crc32(f"{jobs_partition(job.collection)}/{job_row(job)}".encode()) % SHARDS
 
 
 def _ticks_key(instant: datetime) -> str:
@@ -180,5 +181,5 @@ def _row(delivery: Delivery) -> str:
     no row of the definition that stays."""
     job, attempt = delivery.job, delivery.pending.attempt
     defined = _ticks_key(delivery.defined_at)
-    unique = f"{job_partition(job)}:{job_row(job)}:{attempt.history_id}:{defined}"
+    unique = f"{jobs_partition(job.collection)}:{job_row(job)}:{attempt.history_id}:{defined}"
     return f"{_ticks_key(delivery.pending.due)}-{unique}"

@@ -1,8 +1,11 @@
-"""Table Storage keys of collections and jobs, made from their validated names.
+"""Table Storage keys of collections and jobs, made from their validated names, and the layout
+of a collection's jobs partition.
 
 Names are case-insensitive in ARM, so keys use the folded name. A subscription's collections
 share one partition (listing is one query); a collection's jobs share another, with their job
-counters, the collection's state and their history beside them (see store.py).
+counters, the collection's state (the executor's gate) and their history beside them. In key
+order: counter rows ("!count-<stripe>"), the gate ("!collection"), the jobs (their names start
+with a letter or digit), then history ("~<job row>:<entry id>": "~" sorts after every name).
 """
 
 from __future__ import annotations
@@ -31,9 +34,19 @@ def jobs_partition(collection: CollectionId) -> str:
     return table_key(collection.subscription, collection.resource_group, collection.name)
 
 
-def job_partition(job: JobId) -> str:
-    return jobs_partition(job.collection)
-
-
 def job_row(job: JobId) -> str:
     return table_key(job.name)
+
+
+# Each collection's jobs partition also holds its job count, in counter rows (stripes: see
+# counter_rows.py). Their keys sort before every job name, so listings skip them by key range.
+COUNTER_PREFIX = "!count-"
+AFTER_COUNTERS = "!count."  # "." sorts right after "-"
+# The collection's state, which the executor reads beside the job (see executor_records.py).
+COLLECTION_GATE = "!collection"
+HISTORY_MARK = "~"
+
+
+def history_range(job: JobId) -> tuple[str, str]:
+    """The row keys that hold a job's history lie strictly between these two."""
+    return f"{HISTORY_MARK}{job_row(job)}:", f"{HISTORY_MARK}{job_row(job)};"  # ";" follows ":"

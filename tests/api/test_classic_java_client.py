@@ -22,11 +22,12 @@ import httpx
 import pytest
 
 from shared.api.classic import operations as classic_operations
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
 from shared.domain.problems import Refused
-from shared.storage.store import Preconditions
+from shared.storage.interface import Preconditions
 from tests.api.test_classic_api import classic_request
 from tests.conftest import Service
 from tests.pipeline import START, Pipeline
@@ -191,7 +192,7 @@ def test_enabling_is_refused_whole_when_a_job_runs_more_often_than_the_quota_all
     too_often = pipeline.put_job("too-often", every_minute(target, "/often", state="disabled"))
     hourly = pipeline.put_job("hourly", every_minute(target, "/hourly", state="disabled", recurrence={"frequency": "Hour", "interval": 1}))
     hourly_quota = {"location": "westeurope", "properties": {"sku": {"name": "Standard"}, "quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}
-    pipeline.store.save_collection(pipeline.collection, new_collection(CollectionBody.model_validate(hourly_quota)), Preconditions())
+    pipeline.store.save_collection(pipeline.collection, CollectionDocument.created(CollectionBody.model_validate(hourly_quota)), Preconditions())
     with pytest.raises(Refused) as refused:
         switch(pipeline, {"state": "enabled"})
     assert "too-often" in str(refused.value)

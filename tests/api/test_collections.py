@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.domain.collection import MaxRecurrence, Quota, effective_quota
+from shared.domain.collection import MaxRecurrence, Quota
 from shared.domain.ids import CollectionId
 from shared.domain.schedule.recurrence import Frequency
-from shared.storage.store import Store
+from shared.storage.table_store import TableStore
 from tests.conftest import Service
 
 SUBSCRIPTION = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
@@ -60,10 +60,9 @@ def too_often(response: httpx.Response) -> bool:
 
 def stored_quota(service: Service, name: str) -> Quota:
     """The quota the jobs of a collection live under, from the collection as stored."""
-    store = Store.from_connection_string(service.storage)
-    return effective_quota(
-        store.existing_collection(CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)).document
-    )
+    store = TableStore.from_connection_string(service.storage)
+    collection = CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)
+    return store.existing_collection(collection).document.effective_quota
 
 
 def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) -> None:

@@ -16,7 +16,8 @@ from shared.api.arm import ApiRequest
 from shared.api.job_operations import list_history
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.storage.store import JOBS_TABLE, Store
+from shared.storage.jobs import JOBS_TABLE
+from shared.storage.table_store import TableStore
 from tests.api.test_jobs import (
     SUBSCRIPTION,
     collection_path,
@@ -46,7 +47,7 @@ def test_history_lists_newest_first_filters_pages_and_goes_with_the_job(api: htt
     collection = new_collection(api)
     name = f"hist-{uuid.uuid4().hex[:6]}"
     assert put_job(api, collection, http_job(), name=name).status_code == 201
-    store = Store.from_connection_string(service.storage)
+    store = TableStore.from_connection_string(service.storage)
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
     first = datetime(2026, 11, 1, 5, 0, tzinfo=UTC)
     statuses = ["Completed", "Failed", "Completed", "Postponed", "Failed"]
@@ -109,7 +110,7 @@ def history_request(url: str) -> ApiRequest:
 
 def test_a_history_page_reads_only_the_entries_it_shows(storage: str) -> None:
     counted = RowsRead()
-    store = Store(TableServiceClient.from_connection_string(storage, raw_response_hook=counted))
+    store = TableStore(TableServiceClient.from_connection_string(storage, raw_response_hook=counted))
     pipeline = Pipeline(storage, store=store)
     job = pipeline.put_job("long-history", {"startTime": "2026-11-01T05:00:00Z", "recurrence": {"frequency": "Minute"},
                                             "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}})  # fmt: skip

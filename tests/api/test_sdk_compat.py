@@ -17,7 +17,7 @@ from azure.mgmt.scheduler import SchedulerManagementClient, models
 
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.storage.store import Store
+from shared.storage.table_store import TableStore
 from tests.conftest import Service
 
 SUBSCRIPTION = "sdk-subscription"
@@ -104,7 +104,7 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
     assert [item.name for item in client.jobs.list(GROUP, name)] == [f"{name}/report"]
     client.jobs.run(GROUP, name, "report")
 
-    store = Store.from_connection_string(service.storage)
+    store = TableStore.from_connection_string(service.storage)
     job_id = JobId(CollectionId(SUBSCRIPTION, GROUP, name), "report")
     entry_id = Attempt(datetime(2026, 11, 6, 5, 15, tzinfo=UTC)).history_id
     store.add_history(job_id, [(entry_id, {"startTime": "2026-11-06T05:15:01Z", "endTime": "2026-11-06T05:15:02Z",

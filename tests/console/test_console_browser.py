@@ -7,6 +7,7 @@ scripts would make them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -612,6 +613,7 @@ def test_axe_finds_no_serious_problem_on_any_page(
         "new collection": ("#/new-collection", "New collection"),
         "edit collection": (f"{collection_hash(collection)}/edit", "Edit collection"),
         "not found": (f"{collection_hash(collection)}/jobs/gone", "Not found"),
+        "import": ("#/import", "Import a template"),
     }
     for name, (address, heading) in pages.items():
         page.goto(f"{service.base_url}/console{address}")
@@ -620,3 +622,132 @@ def test_axe_finds_no_serious_problem_on_any_page(
             expect(page.locator(".preview .help")).not_to_be_empty()
         problems[name] = axe_problems(page)
     assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_export_saves_the_collection_and_its_group_as_template_files_without_secrets(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target
+) -> None:
+    properties = weekly_job(target.url("/ok"), soon())
+    properties["action"]["request"]["authentication"] = {"type": "Basic", "username": "ops", "password": "pa55-w0rd"}
+    put_job(api, collection, "guarded", properties)
+    group, name = collection.split("/")[4], collection.rsplit("/", 1)[1]
+    sign_in(page, service)
+    open_collection(page, collection)
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=f"Export template of collection {name}").click()
+    saved = saving.value
+    assert saved.suggested_filename == f"{name}.json"
+    text = Path(saved.path()).read_text()
+    assert "pa55-w0rd" not in text
+    template = json.loads(text)
+    (secret,) = template["parameters"].values()
+    assert secret["type"] == "securestring" and "defaultValue" not in secret
+    (exported,) = template["resources"]
+    assert exported["name"] == name and exported["resources"][0]["name"] == "guarded"
+    expect(page.get_by_role("status")).to_have_text(
+        f"{name}.json was saved: its 1 secret is a parameter, give it again when importing."
+    )
+
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=f"Export resource group {group} as a template").click()
+    assert saving.value.suggested_filename == f"{group}.json"
+    assert json.loads(Path(saving.value.path()).read_text())["resources"][0]["name"] == name
+
+
+def import_page(page: Page, service: Service, group: str) -> None:
+    sign_in(page, service)
+    expect(page.get_by_role("heading", name="Job collections")).to_be_visible()
+    page.goto(f"{service.base_url}/console#/import/console-sub/{group}")
+    expect(page.get_by_role("heading", name="Import a template")).to_be_visible()
+
+
+def test_a_template_file_is_checked_with_what_if_then_applied_and_its_jobs_appear(
+    page: Page, service: Service, api: httpx.Client, target: Target, tmp_path: Path
+) -> None:
+    group = f"console-import-{secrets.token_hex(3)}"
+    job = {"type": "jobs", "name": "[parameters('jobName')]", "apiVersion": "2016-03-01",
+           "dependsOn": ["[resourceId('Microsoft.Scheduler/jobCollections', 'imported')]"],
+           "properties": weekly_job(target.url("/ok"), soon())}  # fmt: skip
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2015-01-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "parameters": {"jobName": {"type": "string"}},
+        "resources": [
+            {"type": "Microsoft.Web/sites", "name": "site", "apiVersion": "2022-03-01"},
+            {"type": "Microsoft.Scheduler/jobCollections", "name": "imported", "apiVersion": "2016-03-01",
+             "location": "West Europe", "properties": {"sku": {"name": "Standard"}}, "resources": [job]},
+        ],
+    }  # fmt: skip
+    (tmp_path / "azuredeploy.json").write_text(json.dumps(template))
+    (tmp_path / "azuredeploy.parameters.json").write_text(
+        json.dumps({"contentVersion": "1.0.0.0", "parameters": {"jobName": {"value": "from-a-file"}}})
+    )
+    import_page(page, service, group)
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Parameters file (optional)").set_input_files(tmp_path / "azuredeploy.parameters.json")
+    page.get_by_role("button", name="Check (what-if)").click()
+    planned = page.get_by_role("region", name="What the import would do")
+    expect(planned).to_contain_text("Incremental mode: 1 skipped, 2 created.")
+    expect(planned.get_by_role("row").filter(has_text="imported/from-a-file")).to_contain_text("Created")
+    expect(planned.get_by_role("row").filter(has_text="site")).to_contain_text("not a Microsoft.Scheduler resource")
+    collection = f"/subscriptions/console-sub/resourceGroups/{group}/providers/Microsoft.Scheduler/jobCollections/imported"
+    assert api.get(collection).status_code == 404  # what-if changed nothing
+    assert axe_problems(page) == []
+
+    page.keyboard.press("Tab")  # from the outcomes (which have the focus) to what applies them
+    expect(page.get_by_role("button", name="Apply these changes")).to_be_focused()
+    page.keyboard.press("Enter")
+    applied = page.get_by_role("region", name="What the import did")
+    expect(applied).to_contain_text("Incremental mode: 1 skipped, 2 created.")
+    expect(page.get_by_role("status")).to_have_text("Imported: 1 skipped, 2 created.")
+    applied.get_by_role("link", name="imported", exact=True).click()
+    expect(page.get_by_role("heading", name="Collection imported")).to_be_visible()
+    expect(page.get_by_role("row").filter(has_text="from-a-file")).to_contain_text("Mondays, Wednesdays and Fridays")
+
+    # Complete mode: the job the template no longer names would be deleted, and the button says so.
+    (tmp_path / "azuredeploy.parameters.json").write_text(
+        json.dumps({"contentVersion": "1.0.0.0", "parameters": {"jobName": {"value": "renamed"}}})
+    )
+    page.goto(f"{service.base_url}/console#/import/console-sub/{group}")
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Parameters file (optional)").set_input_files(tmp_path / "azuredeploy.parameters.json")
+    page.get_by_label("Complete:").check()
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(page.get_by_role("region", name="What the import would do")).to_contain_text(
+        "Complete mode: 1 skipped, 1 unchanged, 1 created, 1 deleted."
+    )
+    expect(page.get_by_role("button", name="Apply, deleting 1 job")).to_be_visible()
+    assert api.get(f"{collection}/jobs/from-a-file").status_code == 200
+
+
+def test_an_import_error_shows_its_message_beside_the_form(
+    page: Page, service: Service, api: httpx.Client, tmp_path: Path
+) -> None:
+    group = f"console-import-{secrets.token_hex(3)}"
+    uri = "[concat('https://', reference(resourceId('Microsoft.Web/sites', 'site')).hostNames[0])]"
+    template = {
+        "resources": [
+            {"type": "Microsoft.Scheduler/jobCollections", "name": "needs-azure", "apiVersion": "2016-03-01",
+             "location": "West Europe", "properties": {"sku": {"name": "Standard"}}, "resources": [
+                 {"type": "jobs", "name": "ping", "apiVersion": "2016-03-01", "dependsOn": ["needs-azure"],
+                  "properties": {"action": {"type": "Https", "request": {"uri": uri, "method": "GET"}},
+                                 "recurrence": {"frequency": "Hour", "interval": 1}}}]},
+        ],
+    }  # fmt: skip
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "azuredeploy.json").write_text(json.dumps(template))
+    import_page(page, service, group)
+    page.get_by_label("Template file").set_input_files(tmp_path / "broken.json")
+    page.get_by_role("button", name="Check (what-if)").click()
+    problem = page.locator("#import-problem")
+    expect(problem).to_contain_text("The template file (broken.json) is not JSON")
+    expect(page.get_by_label("Template file")).to_have_attribute("aria-invalid", "true")
+
+    page.get_by_label("Template file").set_input_files(tmp_path / "azuredeploy.json")
+    page.get_by_label("Complete:").check()
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(problem).to_contain_text("resource 'needs-azure/ping'")
+    expect(problem).to_contain_text("property 'properties.action.request.uri'")
+    expect(problem).to_contain_text("reference(resourceId('Microsoft.Web/sites', 'site'))")
+    expect(page.get_by_role("button", name=re.compile("Apply"))).to_have_count(0)
+    assert axe_problems(page) == []

@@ -16,12 +16,13 @@ from shared.console.views import (
     timeline,
     trouble,
 )
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
-from shared.storage.store import StoredCollection, StoredJob
+from shared.storage.interface import StoredCollection, StoredJob
 from tests.factories import utc
 
 NOW = utc("2026-12-01T08:00:00Z")
@@ -47,7 +48,7 @@ EVERY_MINUTE = {"frequency": "minute", "interval": 1}
 def test_a_collection_counts_its_jobs_by_state() -> None:
     collection = StoredCollection(
         COLLECTION,
-        {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}},
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     jobs = [
@@ -120,7 +121,9 @@ def test_trouble_is_named_a_failing_run_a_retry_a_fault_and_a_late_job() -> None
     assert trouble(faulted, NOW) == ["faulted"]
 
     collection = StoredCollection(
-        COLLECTION, {"properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}, "etag"
+        COLLECTION,
+        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        "etag",
     )
     counted = collection_view(collection, [spent, late, stored_job("fine", http_job())], NOW)
     assert counted["trouble"] == {"faulted": 0, "retrying": 0, "failing": 1, "late": 1}

@@ -363,7 +363,7 @@ def test_a_claim_is_kept_in_the_document_and_dropped_with_its_try() -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
     held = claimed(doc, delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80)))
-    assert JobDocument.from_json(json.loads(json.dumps(held.to_json()))).pending == held.pending
+    assert JobDocument.from_wire(json.loads(json.dumps(held.to_wire()))).pending == held.pending
     settled = settle(held, decide(doc, delivered, T0), outcome(True, T0), T0).document
     assert all(entry.claim is None for entry in settled.pending)
 

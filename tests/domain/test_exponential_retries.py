@@ -152,7 +152,7 @@ def test_the_stored_retries_round_trip_and_fixed_ones_are_stored_as_before() -> 
     assert Retries.from_wire(retries.to_wire()) == retries
     assert set(Retries(4, timedelta(seconds=30)).to_wire()) == {"count", "intervalSeconds"}
     doc = exponential(retryInterval="PT15S", maximumInterval="PT10M")
-    assert JobDocument.from_json(doc.to_json()).retries == retries
+    assert JobDocument.from_wire(doc.to_wire()).retries == retries
 
 
 def test_settling_an_exponential_retry_without_the_job_is_refused() -> None:

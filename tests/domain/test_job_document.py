@@ -32,18 +32,18 @@ def test_every_field_survives_the_round_trip_through_json() -> None:
         region="westeurope",
         state_reason="paused for the migration",
     )  # fmt: skip
-    assert JobDocument.from_json(document.to_json()) == document
+    assert JobDocument.from_wire(document.to_wire()) == document
 
 
 def test_a_document_stored_before_the_typed_one_reads_the_same() -> None:
     """Documents written by earlier versions lack the keys that held their defaults."""
     stored = {"definition": DEFINITION, "status": {"executionCount": 0, "failureCount": 0, "faultedCount": 0},
               "definedAt": "2026-11-24T09:00:00.250000Z"}  # fmt: skip
-    document = JobDocument.from_json(stored)
+    document = JobDocument.from_wire(stored)
     assert (document.pending, document.occurrences, document.history_count, document.region) == ((), 0, 0, "")
     assert document.ended_at is None
     assert document.retries == Retries(4, timedelta(seconds=30))  # no retryPolicy: the defaults
-    assert document.to_json() == stored | {
+    assert document.to_wire() == stored | {
         "definedAt": "2026-11-24T09:00:00.25Z",  # written as the API writes times now
         "retries": {"count": 4, "intervalSeconds": 30.0},
         "occurrences": 0, "pending": [], "historyCount": 0, "region": "",
@@ -55,9 +55,9 @@ def test_an_older_document_takes_its_retries_from_the_policy_it_spelled_out() ->
                                                      "retryCount": 2}}  # fmt: skip
     stored = {"definition": DEFINITION | {"action": action}, "status": {"executionCount": 0},
               "definedAt": "2026-11-24T09:00:00.25Z"}  # fmt: skip
-    assert JobDocument.from_json(stored).retries == Retries(2, timedelta(minutes=1))
+    assert JobDocument.from_wire(stored).retries == Retries(2, timedelta(minutes=1))
     none = DEFINITION["action"] | {"retryPolicy": {"retryType": "none"}}
-    assert JobDocument.from_json(stored | {"definition": DEFINITION | {"action": none}}).retries == Retries()
+    assert JobDocument.from_wire(stored | {"definition": DEFINITION | {"action": none}}).retries == Retries()
 
 
 def test_the_retry_defaults_apply_without_being_written_into_the_definition() -> None:

@@ -324,8 +324,8 @@ def test_allow_a_run_now_keeps_out_of_the_series() -> None:
     doc, _, _ = begin(job("Allow"), T0, T0)
     now = T0 + timedelta(seconds=20)
     run_now = Pending(Attempt(now, run_now=True), now)
-    doc = JobDocument.from_json(
-        doc.to_json()
+    doc = JobDocument.from_wire(
+        doc.to_wire()
         | {"pending": [*[entry.to_wire() for entry in doc.pending], run_now.to_wire()]}
     )
     decided = plan(doc, None, Delivery(JOB, doc.defined_at, run_now), now=now, redelivered=False)
@@ -338,7 +338,7 @@ def test_allow_a_run_now_keeps_out_of_the_series() -> None:
 
 def test_begun_attempts_survive_storage_and_messages() -> None:
     doc, _, _ = begin(job("Allow"), T0, T0)
-    assert JobDocument.from_json(doc.to_json()) == doc
+    assert JobDocument.from_wire(doc.to_wire()) == doc
     delivery = Delivery(JOB, doc.defined_at, doc.pending[0], T0)
     assert Delivery.from_wire(delivery.to_wire()) == delivery
     plain = Pending(Attempt(T0), T0)

@@ -16,9 +16,10 @@ from datetime import timedelta
 from typing import Any
 
 from shared.execution.worker import CLAIM_FOR
-from shared.storage.store import Store
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import HeldAnswer, Target
+from tests.wrapped_store import WrappedStore
 
 MINUTE = timedelta(minutes=1)
 EVERY_MINUTE = {"frequency": "Minute", "interval": 1}
@@ -93,7 +94,7 @@ def test_a_target_slower_than_the_messages_visibility_is_called_once(
 def test_a_holder_that_died_before_recording_is_taken_over_after_the_claims_deadline(
     storage: str, target: Target
 ) -> None:
-    class CrashingStore(Store):
+    class CrashingStore(WrappedStore):
         """The first outcome write never lands, as if the host died between call and record."""
 
         crashes = 1
@@ -102,9 +103,9 @@ def test_a_holder_that_died_before_recording_is_taken_over_after_the_claims_dead
             if history and CrashingStore.crashes > 0:
                 CrashingStore.crashes -= 1
                 raise ConnectionError("the host died")
-            return super().settle_job(stored, document, history)
+            return self.inner.settle_job(stored, document, history)
 
-    pipeline = Pipeline(storage, store=CrashingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=CrashingStore(TableStore.from_connection_string(storage)))
     target.answer("/died", 200)
     job = pipeline.put_job("died", job_at(target, "/died"))
     received: list[str] = []

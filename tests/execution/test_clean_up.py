@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 from shared.domain import history
 from shared.domain.attempts import Attempt
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.execution.clean_up import OPERATIONS_KEPT_FOR, clean_up
-from shared.storage.store import Preconditions
+from shared.storage.interface import Preconditions
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -45,7 +46,7 @@ def test_finished_jobs_expire_60_days_after_they_ended() -> None:
 def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> None:
     pipeline = Pipeline(storage)
     body = CollectionBody.model_validate({"location": "West Europe", "properties": {"sku": {"name": "P20Premium"}}})
-    pipeline.store.save_collection(pipeline.collection, new_collection(body), Preconditions())
+    pipeline.store.save_collection(pipeline.collection, CollectionDocument.created(body), Preconditions())
     target = Target()
     target.answer("/kept", 200)
     busy = pipeline.put_job("busy", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}},

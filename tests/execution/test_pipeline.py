@@ -19,9 +19,11 @@ from shared.domain.wire import parse_iso
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import MOST_PER_MESSAGE
 from shared.execution.worker import _SharedGateReads
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 MINUTE = timedelta(minutes=1)
 
@@ -221,7 +223,7 @@ def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postpo
 
 
 def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage: str, target: Target) -> None:
-    class FailingStore(Store):
+    class FailingStore(WrappedStore):
         """Fault injection: the job cannot be read for the first five tries (nor claimed, so its
         target is not called: a try whose outcome could not be written waits for its claim to
         run out instead, tests/execution/test_claims.py)."""
@@ -232,9 +234,9 @@ def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage
             if FailingStore.failures > 0:
                 FailingStore.failures -= 1
                 raise ConnectionError("storage unavailable")
-            return super().job(*args, **kwargs)
+            return self.inner.job(*args, **kwargs)
 
-    pipeline = Pipeline(storage, store=FailingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=FailingStore(TableStore.from_connection_string(storage)))
     target.answer("/poison", 200)
     no_retries = http(target, "/poison") | {"retryPolicy": {"retryType": "None"}}
     job = pipeline.put_job("poison", job_at(target, "/poison", action=no_retries,
@@ -326,12 +328,12 @@ def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, targe
 def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: str, target: Target) -> None:
     reads: list[Any] = []
 
-    class CountingStore(Store):
+    class CountingStore(WrappedStore):
         def collection_state(self, collection: Any) -> str | None:
             reads.append(pipeline.clock())
-            return super().collection_state(collection)
+            return self.inner.collection_state(collection)
 
-    pipeline = Pipeline(storage, store=CountingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
     target.answer("/shared", 200)
     for n in range(5):
         pipeline.put_job(f"shared-{n}", job_at(target, "/shared"))
@@ -339,6 +341,26 @@ def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: 
     pipeline.advance(MINUTE + timedelta(seconds=15))
     assert len(target.received("/shared")) == 6
     assert reads == [START, START + timedelta(seconds=10)]  # at the due times, once for each
+
+
+def test_an_execution_under_overlap_allow_reads_its_job_once(storage: str, target: Target) -> None:
+    """Allow records the occurrence as begun before the action runs; the outcome is then written
+    against the version that write returned, not against the job read again."""
+    reads: list[JobId] = []
+
+    class CountingStore(WrappedStore):
+        def job(self, job: JobId) -> Any:
+            reads.append(job)
+            return self.inner.job(job)
+
+    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
+    target.answer("/allowed", 200)
+    job = pipeline.put_job("allowed", job_at(target, "/allowed", overlapPolicy="Allow"))
+    pipeline.advance(MINUTE)
+    assert len(target.received("/allowed")) == 1
+    assert reads == [job]
+    [entry] = pipeline.history(job)
+    assert entry["status"] == "Completed"
 
 
 def test_a_collection_disabled_between_two_due_times_stops_the_later_jobs(pipeline: Pipeline, target: Target) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from shared.domain.attempts import Attempt, Delivery, Pending
-from shared.domain.collection import CollectionBody, new_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import SAVE_GRACE
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
@@ -23,9 +24,11 @@ from shared.domain.run_now import MOST_PER_COLLECTION, MOST_PER_JOB
 from shared.execution import worker
 from shared.storage.due_index import BUCKET, bucket_of
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, QuotaExceeded
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions
+from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 SECOND = timedelta(seconds=1)
 
@@ -54,7 +57,7 @@ def save(pipeline: Pipeline, job: JobId, properties: dict[str, Any], **precondit
 
 def test_creates_refused_by_the_job_quota_leave_nothing_on_the_queue_or_in_the_due_index(pipeline: Pipeline, target: Target) -> None:
     free = CollectionId("sub-pipeline", "group", f"{pipeline.collection.name}-free")
-    document = new_collection(CollectionBody.model_validate({"location": "westeurope", "properties": {"sku": {"name": "Free"}}}))
+    document = CollectionDocument.created(CollectionBody.model_validate({"location": "westeurope", "properties": {"sku": {"name": "Free"}}}))
     pipeline.services.scheduling.save_collection_with_jobs(free, document, pipeline.clock(), preconditions=Preconditions(), previous=None)
     later = START + timedelta(minutes=30)
     for n in range(5):  # a Free collection's quota
@@ -93,13 +96,13 @@ def test_a_redefinition_refused_by_if_match_leaves_nothing_and_the_job_runs_as_d
 
 
 def test_a_run_now_refused_because_every_write_lost_its_race_leaves_nothing(storage: str, target: Target) -> None:
-    class LosingStore(Store):
+    class LosingStore(WrappedStore):
         """Other writers change the job every time: no write of a run-now lands."""
 
-        def settle_job(self, *args: Any, **kwargs: Any) -> bool:
-            return False
+        def settle_job(self, *args: Any, **kwargs: Any) -> None:
+            return None
 
-    pipeline = Pipeline(storage, store=LosingStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=LosingStore(TableStore.from_connection_string(storage)))
     job = JobId(pipeline.collection, "contended")
     save(pipeline, job, one_off(target, "/contended", START + timedelta(minutes=10)))
     with pytest.raises(ModifiedConcurrently):

@@ -18,19 +18,13 @@ from azure.data.tables import TableClient, TableServiceClient
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
+from shared.storage.counter_rows import COUNTER_SHARDS, SPARE_HEADROOM, SPARE_PLACES, Counter
 from shared.storage.errors import QuotaExceeded
-from shared.storage.keys import jobs_partition
-from shared.storage.store import (
-    COUNTER_PREFIX,
-    COUNTER_SHARDS,
-    COUNTERS_QUIET_FOR,
-    JOBS_TABLE,
-    SPARE_HEADROOM,
-    SPARE_PLACES,
-    Counter,
-    Preconditions,
-    Store,
-)
+from shared.storage.interface import Preconditions, Store
+from shared.storage.job_counting import COUNTERS_QUIET_FOR
+from shared.storage.jobs import JOBS_TABLE
+from shared.storage.keys import COUNTER_PREFIX, jobs_partition
+from shared.storage.table_store import TableStore
 
 WRITERS = 8
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
@@ -38,7 +32,7 @@ DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 @pytest.fixture(scope="module")
 def store(storage: str) -> Store:
-    connected = Store.from_connection_string(storage)
+    connected = TableStore.from_connection_string(storage)
     connected.create_tables()
     return connected
 
@@ -105,7 +99,7 @@ def test_racing_creators_fill_the_quota_exactly_and_no_more(store: Store, max_jo
 
 def test_creators_in_two_processes_share_the_quota_exactly(storage: str) -> None:
     # Two stores remember counter rows separately, as two worker processes do.
-    stores = [Store.from_connection_string(storage) for _ in range(2)]
+    stores = [TableStore.from_connection_string(storage) for _ in range(2)]
     collection = new_collection("two-processes")
     refused = fill_racing(stores, collection, 30)
     assert len(stores[0].jobs(collection)) == 30
@@ -138,7 +132,7 @@ def test_a_collection_counted_in_the_eight_rows_of_before_fills_to_its_quota(
     for row in store.job_slot(JobId(collection, "any"), counted=True).counters:
         jobs_table.delete_entity(partition, row)
     jobs_table.upsert_entity({"PartitionKey": partition, "RowKey": f"{COUNTER_PREFIX}3", "Jobs": 12})
-    fresh = Store.from_connection_string(storage)  # a process that never saw the old rows
+    fresh = TableStore.from_connection_string(storage)  # a process that never saw the old rows
     refused = fill_racing([fresh], collection, 20)
     assert len(store.jobs(collection)) == 20
     assert count(store, collection) == 20
@@ -179,7 +173,7 @@ def test_a_warm_create_writes_its_counter_row_and_its_job_and_reads_nothing(stor
     def hook(request: Any) -> None:
         seen.append(request.http_request.method)
 
-    store = Store(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("calls")
     for n in range(3):
@@ -220,7 +214,7 @@ def test_a_create_takes_a_spare_place_of_its_process_without_a_counter_write(
     def hook(request: Any) -> None:
         seen.append(f"{request.http_request.method} {request.http_request.body!r}")
 
-    store = Store(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("spare")
     create(store, JobId(collection, "first"), max_jobs=1000)  # counted with spares beside it
@@ -233,10 +227,10 @@ def test_a_create_takes_a_spare_place_of_its_process_without_a_counter_write(
 
 
 def test_spare_places_left_unused_go_back(storage: str) -> None:
-    store = Store.from_connection_string(storage, spares_kept_for_s=0.2)
+    store = TableStore.from_connection_string(storage, spares_kept_for_s=0.2)
     collection = new_collection("unused")
     create(store, JobId(collection, "only"), max_jobs=1000)
-    other_process = Store.from_connection_string(storage)
+    other_process = TableStore.from_connection_string(storage)
     assert count(other_process, collection) == 1 + SPARE_PLACES
     assert count(store, collection) == 1
     deadline = time.monotonic() + 10
@@ -252,7 +246,7 @@ def test_no_spare_place_is_taken_within_the_headroom_of_the_quota(storage: str) 
     def hook(request: Any) -> None:
         seen.append(f"{request.http_request.method} {request.http_request.url}")
 
-    store = Store(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("headroom")
     near = SPARE_HEADROOM + SPARE_PLACES  # a first create with spares would leave too little
@@ -263,5 +257,5 @@ def test_no_spare_place_is_taken_within_the_headroom_of_the_quota(storage: str) 
         seen.clear()
         store.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=near)
         assert len(seen) == 2, seen  # the job and a counter row, every time
-    other_process = Store.from_connection_string(storage)
+    other_process = TableStore.from_connection_string(storage)
     assert count(other_process, collection) == 4

@@ -13,7 +13,8 @@ import pytest
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import QuotaExceeded
-from shared.storage.store import Preconditions, Store
+from shared.storage.interface import Preconditions, Store
+from shared.storage.table_store import TableStore
 
 WRITERS = 8
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
@@ -21,7 +22,7 @@ DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 @pytest.fixture(scope="module")
 def store(storage: str) -> Store:
-    connected = Store.from_connection_string(storage)
+    connected = TableStore.from_connection_string(storage)
     connected.create_tables()
     return connected
 
@@ -92,3 +93,20 @@ def test_documents_written_together_each_lose_only_their_own_race(store: Store) 
         if stored is not None:  # its etag is the one now stored: a next write needs no read
             assert stored == store.existing_job(stored.id)
     assert store.existing_job(jobs[3]).document.occurrences == 7
+
+
+def test_settling_a_job_returns_the_version_it_wrote_which_the_next_settle_is_checked_against(
+    store: Store,
+) -> None:
+    job = JobId(CollectionId("store-tests", "rg", f"settle-{uuid.uuid4().hex[:6]}"), "job")
+    create(store, job)
+    read = store.existing_job(job)
+    ran = replace(read.document, occurrences=1)
+    settled = store.settle_job(read, ran, [("entry-1", {"status": "Completed"})])
+    assert settled is not None
+    assert settled.document == ran
+    assert settled == store.existing_job(job)  # its new etag, as a read gives it
+    assert store.settle_job(read, ran, []) is None  # the version it replaced no longer holds
+    again = store.settle_job(settled, replace(ran, occurrences=2), [])
+    assert again is not None and again.etag != settled.etag
+    assert store.existing_job(job).document.occurrences == 2

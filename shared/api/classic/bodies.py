@@ -17,7 +17,9 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
 from shared.domain.collection import CollectionState, SkuName
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.problems import FieldError, InvalidRequest
+from shared.domain.wire import JsonObject
 
 NAMESPACE = "http://schemas.microsoft.com/windowsazure"
 INSTANCE = "http://www.w3.org/2001/XMLSchema-instance"
@@ -162,7 +164,9 @@ def cloud_service_document(name: str, body: bytes) -> dict[str, str]:
 
 
 def cloud_service(
-    name: str, record: dict[str, str] | None, collections: Iterable[tuple[str, dict[str, Any], str]]
+    name: str,
+    record: dict[str, str] | None,
+    collections: Iterable[tuple[str, CollectionDocument, str]],
 ) -> Element:
     """A `<CloudService>` with its job collections (name, stored document, etag) as resources.
 
@@ -171,7 +175,7 @@ def cloud_service(
     """
     collections = list(collections)
     if record is None:
-        region = next((doc.get("location") or "" for _, doc, _ in collections), "")
+        region = next((doc.location or "" for _, doc, _ in collections), "")
         record = {"label": name, "description": RESOURCE_GROUP_DESCRIPTION, "geoRegion": region}
     return node(
         "CloudService",
@@ -188,7 +192,7 @@ def cloud_service(
 # --- job collections ------------------------------------------------------------------------
 
 
-def collection_body(body: bytes) -> dict[str, Any]:
+def collection_body(body: bytes) -> JsonObject:
     """A job collection PUT's `<Resource>` as the properties of an ARM collection body."""
     sent = read(body, "Resource")
     settings = child(sent, "IntrinsicSettings")
@@ -204,15 +208,15 @@ def collection_body(body: bytes) -> dict[str, Any]:
         raise InvalidRequest.because(
             "IntrinsicSettings.Plan", f"'{plan[:40]}' is not one of {allowed}"
         ) from None
-    properties: dict[str, Any] = {"sku": {"name": sku.value}}
+    properties: JsonObject = {"sku": {"name": sku.value}}
     quota = child(settings, "Quota")
     if quota is not None:
         properties["quota"] = _quota_of(quota)
     return properties
 
 
-def _quota_of(quota: Element) -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _quota_of(quota: Element) -> JsonObject:
+    found: JsonObject = {}
     for wire, name in _QUOTA_COUNTS:
         value = text_of(quota, name)
         if value is not None:
@@ -232,11 +236,11 @@ def _number(text: str) -> int | str:
     return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
 
 
-def resource(name: str, collection: dict[str, Any], etag: str) -> Element:
+def resource(name: str, collection: CollectionDocument, etag: str) -> Element:
     """A job collection as its GET answers it: the recorded `<Resource>`, elements in its order."""
     return document(
         "Resource",
-        node("CloudServiceSettings", [node("GeoRegion", collection.get("location") or "")]),
+        node("CloudServiceSettings", [node("GeoRegion", collection.location or "")]),
         node("ETag", etag),
         _intrinsic_settings(collection),
         node("Name", name),
@@ -255,7 +259,7 @@ def resource(name: str, collection: dict[str, Any], etag: str) -> Element:
     )
 
 
-def listed_resource(name: str, collection: dict[str, Any], etag: str) -> Element:
+def listed_resource(name: str, collection: CollectionDocument, etag: str) -> Element:
     """A job collection inside its cloud service, as the recorded listing shows one."""
     return node(
         "Resource",
@@ -273,10 +277,9 @@ def listed_resource(name: str, collection: dict[str, Any], etag: str) -> Element
     )
 
 
-def _intrinsic_settings(collection: dict[str, Any]) -> Element:
-    properties = collection["properties"]
-    settings = [node("Plan", properties["sku"]["name"])]
-    quota = properties.get("quota")
+def _intrinsic_settings(collection: CollectionDocument) -> Element:
+    settings = [node("Plan", collection.sku.value)]
+    quota = collection.quota.to_wire() if collection.quota is not None else {}
     if quota:  # as on the ARM side: only what was sent
         limits = [node(name, quota[wire]) for wire, name in _QUOTA_COUNTS if wire in quota]
         if "maxRecurrence" in quota:
@@ -291,9 +294,8 @@ def _intrinsic_settings(collection: dict[str, Any]) -> Element:
     return node("IntrinsicSettings", settings)
 
 
-def _state(collection: dict[str, Any]) -> str:
-    state = str(collection["properties"]["state"])
-    return CLASSIC_STATES.get(state, state)
+def _state(collection: CollectionDocument) -> str:
+    return CLASSIC_STATES[collection.state.value]
 
 
 # --- answers of the API's own -----------------------------------------------------------------

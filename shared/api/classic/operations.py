@@ -29,7 +29,8 @@ from shared.api.classic.jobs import (
 )
 from shared.api.errors import CloudServiceExists, OperationNotFound
 from shared.api.query import equality_filter, page_bounds
-from shared.domain.collection import CollectionBody, new_collection, patched_collection
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobProperties, JobState
 from shared.domain.job_document import secrets_staying
@@ -37,7 +38,7 @@ from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import JsonObject, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
-from shared.storage.store import (
+from shared.storage.interface import (
     PageBounds,
     Preconditions,
     Store,
@@ -128,15 +129,15 @@ def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     properties = bodies.collection_body(request.body)
     previous = _named(collections, collection)
     if previous is None:
-        region = record.document["geoRegion"] if record else collections[0].document.get("location")
+        region = record.document["geoRegion"] if record else collections[0].document.location
         body = _collection_body({"location": region, "properties": properties})
     else:
         body = _collection_body({"properties": properties})
     try:  # a quota beyond the plan's limits
         if previous is None:
-            document = new_collection(body)
+            document = CollectionDocument.created(body)
         else:
-            document = patched_collection(previous.document, body)
+            document = previous.document.patched(body)
     except InvalidRequest as invalid:
         raise _in_xml_terms(invalid.errors) from None
     stored, _ = services.scheduling.save_collection_with_jobs(

@@ -28,10 +28,11 @@ const console_ = {
 class KeyRefused extends Error {}
 
 class ApiFailed extends Error {
-  constructor(status, message, details = []) {
+  constructor(status, message, details = [], body = null) {
     super(message);
     this.status = status;
     this.details = details; // ARM's error details: {target: a JSON path, message}
+    this.body = body; // the whole answer: an import's report comes beside its error
   }
 }
 
@@ -57,7 +58,7 @@ async function call(method, path, { query = {}, body } = {}) {
   if (!response.ok) {
     const error = parsed && parsed.error;
     const message = error ? error.message : `The app answered ${response.status}.`;
-    throw new ApiFailed(response.status, message, (error && error.details) || []);
+    throw new ApiFailed(response.status, message, (error && error.details) || [], parsed);
   }
   return parsed;
 }
@@ -342,7 +343,9 @@ async function overview() {
     trail: [["Job collections"]],
     content: [
       h("div", { class: "heading" }, h("h1", {}, "Job collections"),
-        h("a", { class: "button primary", href: "#/new-collection" }, "New collection")),
+        h("div", { class: "actions" },
+          h("a", { class: "button", href: "#/import" }, "Import template"),
+          h("a", { class: "button primary", href: "#/new-collection" }, "New collection"))),
       table(["Collection", "Resource group", "Subscription", "Location", "Plan", "State",
         "Jobs by state", "Jobs in trouble", "Actions"],
       rows, "No job collections yet: make one with New collection.", "Job collections"),
@@ -380,7 +383,8 @@ async function collectionView(subscription, group, name) {
         h("dt", {}, "Location"), h("dd", {}, collection.location || ""),
         h("dt", {}, "Jobs"), h("dd", {}, `${collection.jobs.total}` +
           (collection.quota.maxJobCount ? ` of at most ${collection.quota.maxJobCount}` : "")),
-        h("dt", {}, "In trouble"), h("dd", {}, troubleSummary(collection.trouble))),
+        h("dt", {}, "In trouble"), h("dd", {}, troubleSummary(collection.trouble)),
+        h("dt", {}, "Template"), h("dd", {}, templateButtons(collection))),
       h("h2", {}, "Jobs"),
       table(["Job", "State", "Schedule", "Action", "Next run", "Last run", "Runs / failed / faulted", "Actions"],
         rows, "No jobs in this collection yet: make one with New job.", "Jobs"),
@@ -521,6 +525,9 @@ function route() {
   const [first, subscription, group, name, fifth, jobName, seventh] = parts;
   const overviewBack = ["#/", "Back to the job collections"];
   if (first === "new-collection" && parts.length === 1) return { form: () => collectionForm(null) };
+  if (first === "import" && (parts.length === 1 || parts.length === 3)) {
+    return { form: () => importForm(parts.length === 3 ? [subscription, group] : null) };
+  }
   if (first !== "collections" || parts.length < 4) return { view: overview };
   const collection = `#/collections/${encoded(subscription, group, name)}`;
   const missingCollection = () => notFound(`The job collection '${name}'`, ...overviewBack);

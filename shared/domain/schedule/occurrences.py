@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from dateutil import rrule as rr
 
@@ -150,6 +150,17 @@ class Occurrences:
         return instant if end is None or instant <= end else None
 
 
+class _RruleArguments(TypedDict, total=False):
+    """rrule's by* keyword arguments, as the grids spell them out."""
+
+    bymonth: int
+    bymonthday: int | list[int]  # negative days count from the month's end
+    byweekday: int | list[int] | list[rr.weekday]  # numbered weekdays on month grids only
+    byhour: int | list[int] | None  # None: any
+    byminute: int | list[int] | None
+    bysecond: int
+
+
 @dataclass(frozen=True)
 class _Grid:
     """The instants a recurrence selects, found from any point without walking from the anchor.
@@ -164,7 +175,7 @@ class _Grid:
     frequency: Frequency
     interval: int
     end: datetime | None
-    rules: dict[str, Any]  # rrule's by* arguments, the spec's defaults filled in
+    rules: _RruleArguments  # the spec's defaults filled in
     times_of_day: tuple[time, ...]  # day and coarser grids only, in order
 
     @classmethod
@@ -173,7 +184,11 @@ class _Grid:
         anchor_wall = wall_time(anchor, zone).replace(microsecond=0)
         hours, minutes = _hours_and_minutes(recurrence, anchor_wall)
         if recurrence.frequency in _SHORTER_THAN_A_DAY:
-            rules = {"byhour": hours, "byminute": minutes, "bysecond": anchor_wall.second}
+            rules: _RruleArguments = {
+                "byhour": hours,
+                "byminute": minutes,
+                "bysecond": anchor_wall.second,
+            }
             times_of_day: tuple[time, ...] = ()
         else:
             assert hours is not None and minutes is not None
@@ -349,7 +364,7 @@ def _hours_and_minutes(
     return hours, minutes
 
 
-def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
+def _day_rules(recurrence: Recurrence, anchor: datetime) -> _RruleArguments:
     """The days a day-or-coarser grid runs on, as rrule arguments with the documented defaults
     (docs/behaviour.md#days-without-a-schedule).
 
@@ -367,14 +382,19 @@ def _day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
     return {}
 
 
-def _month_has_a_day(rules: dict[str, Any], first_weekday: int, length: int) -> bool:
+def _month_has_a_day(rules: _RruleArguments, first_weekday: int, length: int) -> bool:
     """Whether a month of `length` days starting on `first_weekday` has a day the month grid's
     `rules` select, read as rrule reads them: a day of `bymonthday` (negative from the end) and,
     when both are given, also one of the numbered weekdays of `byweekday`."""
     month_days = rules.get("bymonthday")
     if isinstance(month_days, int):
         month_days = [month_days]
-    weekdays = [(weekday.weekday, weekday.n) for weekday in rules.get("byweekday") or ()]
+    numbered = rules.get("byweekday")  # on a month grid, numbered weekdays (rr.weekday) alone
+    weekdays = [
+        (weekday.weekday, weekday.n)
+        for weekday in (numbered if isinstance(numbered, list) else ())
+        if isinstance(weekday, rr.weekday)
+    ]
     for day in range(1, length + 1):
         if month_days and day not in month_days and day - length - 1 not in month_days:
             continue
@@ -385,13 +405,13 @@ def _month_has_a_day(rules: dict[str, Any], first_weekday: int, length: int) -> 
     return False
 
 
-def _month_day_rules(recurrence: Recurrence, anchor: datetime) -> dict[str, Any]:
+def _month_day_rules(recurrence: Recurrence, anchor: datetime) -> _RruleArguments:
     schedule = recurrence.schedule
     month_days = schedule.month_days if schedule else None
     weekdays = schedule.monthly_occurrences if schedule else None
     if not month_days and not weekdays:
         return {"bymonthday": anchor.day}
-    rules: dict[str, Any] = {}
+    rules: _RruleArguments = {}
     if month_days:
         rules["bymonthday"] = sorted(set(month_days))
     if weekdays:

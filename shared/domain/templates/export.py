@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import COLLECTION_TYPE
 from shared.domain.job_definition import FINAL_STATES, JobState
 from shared.domain.job_document import JobDocument, public_properties
 from shared.domain.templates.expressions import escaped
+from shared.domain.wire import JsonObject
 
 API_VERSION = "2016-03-01"
 SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#"
@@ -30,28 +32,28 @@ _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]+")
 @dataclass(frozen=True)
 class ExportedCollection:
     name: str
-    document: dict[str, Any]
+    document: CollectionDocument
     jobs: Sequence[tuple[str, JobDocument]]
 
 
-def exported_template(collections: Sequence[ExportedCollection]) -> dict[str, Any]:
+def exported_template(collections: Sequence[ExportedCollection]) -> JsonObject:
     """The template of `collections`, with their jobs nested under each."""
-    parameters: dict[str, Any] = {}
+    parameters: JsonObject = {}
     resources = []
     for collection in collections:
         jobs = [
             _job_resource(collection.name, name, document, parameters)
             for name, document in collection.jobs
         ]
-        resource: dict[str, Any] = {
+        resource: JsonObject = {
             "type": COLLECTION_TYPE,
             "apiVersion": API_VERSION,
             "name": escaped(collection.name),
-            "location": collection.document.get("location"),
+            "location": collection.document.location,
         }
-        if collection.document.get("tags"):
-            resource["tags"] = _literal(collection.document["tags"])
-        resource["properties"] = _literal(collection.document["properties"])
+        if collection.document.tags:
+            resource["tags"] = _literal(collection.document.tags)
+        resource["properties"] = _literal(collection.document.properties())
         if jobs:
             resource["resources"] = jobs
         resources.append(resource)
@@ -64,8 +66,8 @@ def exported_template(collections: Sequence[ExportedCollection]) -> dict[str, An
 
 
 def _job_resource(
-    collection: str, name: str, document: JobDocument, parameters: dict[str, Any]
-) -> dict[str, Any]:
+    collection: str, name: str, document: JobDocument, parameters: JsonObject
+) -> JsonObject:
     definition = copy.deepcopy(document.definition)
     state = document.state
     definition["state"] = (JobState.DISABLED if state in FINAL_STATES else state).value
@@ -88,7 +90,7 @@ def _with_parameters(
     value: Any,
     shown: Any,
     prefix: str,
-    parameters: dict[str, Any],
+    parameters: JsonObject,
     path: tuple[str, ...],
 ) -> Any:
     """`value` (a stored definition) as a template writes it: where what a client reads
@@ -121,7 +123,7 @@ def _with_parameters(
     return _literal(value)
 
 
-def _parameter_name(prefix: str, path: tuple[str, ...], taken: dict[str, Any]) -> str:
+def _parameter_name(prefix: str, path: tuple[str, ...], taken: JsonObject) -> str:
     base = _NOT_A_NAME.sub("_", f"{prefix}_{'_'.join(path)}").strip("_") or "secret"
     name, number = base, 2
     while name in taken:

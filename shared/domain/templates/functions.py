@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.domain.problems import json_type as kind
 from shared.domain.templates.expressions import ExpressionError, Function, Scope
+from shared.domain.wire import JsonObject
 
 # Functions whose answer only Azure has (resources' runtime state, their keys, Key Vault).
 AZURE_ONLY = frozenset(
@@ -359,7 +360,7 @@ def _coalesce(_scope: Scope, given: Sequence[Any]) -> Any:
 
 def _union(_scope: Scope, given: Sequence[Any]) -> Any:
     if all(isinstance(value, dict) for value in given):
-        merged: dict[str, Any] = {}
+        merged: JsonObject = {}
         for value in given:
             merged |= value
         return merged
@@ -371,7 +372,7 @@ def _union(_scope: Scope, given: Sequence[Any]) -> Any:
     raise ExpressionError("union() needs objects or arrays, all of one kind")
 
 
-def _create_object(_scope: Scope, given: Sequence[Any]) -> dict[str, Any]:
+def _create_object(_scope: Scope, given: Sequence[Any]) -> JsonObject:
     if len(given) % 2:
         raise ExpressionError("createObject() takes pairs of a name and a value")
     return {_text("createObject", given[i]): given[i + 1] for i in range(0, len(given), 2)}

@@ -1,4 +1,4 @@
-"""A template's Scheduler resources in the order they apply (shared/domain/templates/deployment.py)."""
+"""A template's Scheduler resources in the order they apply (shared/domain/templates/planning.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from shared.domain.templates.deployment import Deployment, TemplateError, plan
+from shared.domain.templates.deployment import Deployment, TemplateError
+from shared.domain.templates.planning import plan
 
 COLLECTION, JOB = "Microsoft.Scheduler/jobCollections", "Microsoft.Scheduler/jobCollections/jobs"
 ACTION = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}}

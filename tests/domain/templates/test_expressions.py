@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.domain.templates.deployment import Deployment, TemplateError, plan
+from shared.domain.templates.deployment import Deployment, TemplateError
 from shared.domain.templates.expressions import ExpressionError, Scope, escaped, parse, unescaped
 from shared.domain.templates.functions import AZURE_ONLY, FUNCTIONS, unique_string
+from shared.domain.templates.planning import plan
 
 SCOPE = Scope(
     functions=FUNCTIONS,

@@ -1,0 +1,241 @@
+// Templates in and out (docs/templates.md): a collection or a resource group exported as a
+// deployment template file, and a template file imported into a resource group, what-if first.
+// Loaded before console.js, whose helpers (h, arm, call, notify...) it uses once both have loaded.
+"use strict";
+
+const IMPORT_OUTCOME_WORDS = {
+  Created: "created", Updated: "changed", Unchanged: "unchanged", Deleted: "deleted",
+  Skipped: "skipped", Failed: "failed", NotApplied: "not applied",
+};
+
+// --- export ------------------------------------------------------------------------------
+
+function groupId(subscription, group) {
+  return `/subscriptions/${encodeURIComponent(subscription)}/resourceGroups/${encodeURIComponent(group)}`;
+}
+
+// The template as a file the browser saves: a Blob behind a link with `download`, clicked once.
+function downloadJson(fileName, value) {
+  const blob = new Blob([`${JSON.stringify(value, null, 2)}\n`], { type: "application/json" });
+  const address = URL.createObjectURL(blob);
+  const link = h("a", { href: address, download: fileName, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(address), 60000); // the download has long started by then
+}
+
+// Secrets come as securestring parameters, never as values: the file can be kept anywhere.
+async function exportTemplate(resourceId, suffix, fileName) {
+  const { template } = await arm("POST", resourceId, suffix);
+  downloadJson(fileName, template);
+  const secrets = Object.values(template.parameters || {}).filter((p) => p.type === "securestring").length;
+  return `${fileName} was saved` + (secrets
+    ? `: its ${secrets} secret${secrets === 1 ? " is a parameter" : "s are parameters"}, give ` +
+      `${secrets === 1 ? "it" : "them"} again when importing.` : ".");
+}
+
+function templateButtons(collection) {
+  const subscription = collection.subscription;
+  return h("div", { class: "actions" },
+    actionButton("Export template", `export:${collection.id}`, () =>
+      exportTemplate(collection.id, "/exportTemplate", `${collection.name}.json`),
+    { "aria-label": `Export template of collection ${collection.name}` }),
+    actionButton("Export resource group", `export:${collection.resourceGroup}`, () =>
+      exportTemplate(groupId(subscription, collection.resourceGroup),
+        "/providers/Microsoft.Scheduler/exportTemplate", `${collection.resourceGroup}.json`),
+    { "aria-label": `Export resource group ${collection.resourceGroup} as a template` }),
+    h("a", { class: "button", href: `#/import/${encoded(subscription, collection.resourceGroup)}`,
+      "aria-label": `Import template into resource group ${collection.resourceGroup}` }, "Import template"));
+}
+
+// --- import ------------------------------------------------------------------------------
+
+// The import page: files and choices, then what-if, then (confirmed) the same body applied.
+function importForm(where) {
+  const [subscription, group] = where || ["", ""];
+  const problems = h("p", { id: "import-problem", class: "error", role: "alert" });
+  const outcome = h("section", { id: "import-outcome", class: "import-outcome", tabindex: "-1",
+    "aria-labelledby": "import-outcome-title", hidden: true });
+  let checked = null; // the body the what-if ran with: applying sends exactly it
+  const forget = () => {
+    checked = null;
+    outcome.hidden = true;
+    outcome.replaceChildren();
+  };
+  const text = (id, label, value, help) => h("div", { class: "field" },
+    h("label", { for: id }, label),
+    h("input", { id, value, required: id !== "import-location", autocomplete: "off", spellcheck: "false",
+      "aria-describedby": help ? `${id}-help` : null, oninput: forget }),
+    help ? h("p", { id: `${id}-help`, class: "help" }, help) : null);
+  const file = (id, label, help) => h("div", { class: "field" },
+    h("label", { for: id }, label),
+    h("input", { id, type: "file", accept: ".json,application/json", required: id === "import-template",
+      "aria-describedby": `${id}-help`, onchange: forget }),
+    h("p", { id: `${id}-help`, class: "help" }, help));
+  const mode = (value, words, help) => h("label", { class: "check" },
+    h("input", { type: "radio", name: "import-mode", value, checked: value === "Incremental",
+      onchange: forget }), h("span", {}, h("strong", {}, words), ` ${help}`));
+
+  const whatIf = async (event) => {
+    event.preventDefault();
+    forget();
+    problems.textContent = "";
+    const form = event.currentTarget;
+    let body;
+    try {
+      body = await importBody(form);
+    } catch (failure) {
+      problems.textContent = failure.message;
+      return form.querySelector("[aria-invalid='true']")?.focus();
+    }
+    const check = form.querySelector("button[type='submit']");
+    check.disabled = true; // one check at a time
+    const report = await sendImport(body, true, problems, outcome).finally(() => { check.disabled = false; });
+    if (report && report.status === "Succeeded") {
+      checked = body;
+      const changes = report.resources.filter((r) => ["Created", "Updated", "Deleted"].includes(r.outcome));
+      const deletes = report.resources.filter((r) => r.outcome === "Deleted").length;
+      outcome.append(changes.length
+        ? h("div", { class: "actions" }, h("button", { type: "button", class: deletes ? "danger" : "primary",
+          onclick: apply }, deletes ? `Apply, deleting ${deletes} job${deletes === 1 ? "" : "s"}`
+          : "Apply these changes"))
+        : h("p", {}, "Nothing to apply: every resource is unchanged or skipped."));
+    }
+    if (!outcome.hidden) outcome.focus(); // the outcomes, then the button that applies them
+  };
+
+  const apply = async (event) => {
+    event.currentTarget.disabled = true;
+    const report = await sendImport(checked, false, problems, outcome);
+    checked = null;
+    if (report && report.status === "Succeeded") notify(`Imported: ${summaryWords(report.summary)}.`);
+    if (!outcome.hidden) outcome.focus();
+  };
+
+  return {
+    trail: [["Job collections", "#/"], ["Import template"]],
+    content: [
+      h("h1", {}, "Import a template"),
+      h("p", { class: "explain" }, "A deployment template (JSON, as az bicep build or the portal's export " +
+        "writes it): its job collections and jobs are created or updated in the resource group, in " +
+        "dependency order; resources of other providers are skipped. You see what would happen first, " +
+        "and apply it only when you confirm."),
+      h("form", { id: "import", class: "editor single", novalidate: true, onsubmit: whatIf },
+        h("fieldset", { class: "group" }, h("legend", {}, "Into"),
+          text("import-subscription", "Subscription", subscription),
+          text("import-group", "Resource group", group),
+          text("import-location", "Location (optional)", "",
+            "What resourceGroup().location gives; empty: the location of a collection already in the group.")),
+        h("fieldset", { class: "group" }, h("legend", {}, "Files"),
+          file("import-template", "Template file", "The deployment template, such as azuredeploy.json."),
+          file("import-parameters", "Parameters file (optional)",
+            "Values of the template's parameters, such as azuredeploy.parameters.json; " +
+            "secrets an export wrote as parameters are given here.")),
+        h("fieldset", { class: "group" }, h("legend", {}, "Mode"),
+          mode("Incremental", "Incremental:", "create or update what the template names, leave the rest."),
+          mode("Complete", "Complete:", "also delete the jobs of its collections that it does not name.")),
+        h("details", { class: "json-view" },
+          h("summary", {}, "Values only Azure knows: reference(), listKeys()"),
+          h("div", { class: "field" },
+            h("label", { for: "import-values" }, "Expression values (JSON)"),
+            h("textarea", { id: "import-values", class: "json", rows: "4", spellcheck: "false",
+              placeholder: "{\"listKeys(variables('rule'), '2018-01-01-preview')\": {\"primaryKey\": \"...\"}}",
+              "aria-describedby": "import-values-help", oninput: forget }),
+            h("p", { id: "import-values-help", class: "help" },
+              "Each call's text, as the template writes it, and its value (the template's errors name them)."))),
+        problems,
+        h("div", { class: "actions" },
+          h("button", { type: "submit", class: "primary" }, "Check (what-if)"),
+          h("a", { class: "button", href: "#/" }, "Cancel"))),
+      outcome,
+    ],
+  };
+}
+
+// The request's body from the form; a field that is missing or not JSON is marked.
+async function importBody(form) {
+  for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
+  const value = (id) => document.getElementById(id).value.trim();
+  for (const [id, words] of [["import-subscription", "The subscription"], ["import-group", "The resource group"]]) {
+    if (!value(id)) throw invalidField(id, `${words} is required.`);
+  }
+  const body = { where: [value("import-subscription"), value("import-group")] };
+  body.template = await jsonFile("import-template", "The template file");
+  const parameters = await jsonFile("import-parameters", "The parameters file");
+  if (parameters !== undefined) body.parameters = parameters;
+  const modeChosen = document.querySelector("input[name='import-mode']:checked");
+  body.mode = modeChosen ? modeChosen.value : "Incremental";
+  if (value("import-location")) body.location = value("import-location");
+  if (value("import-values")) body.expressionValues = parsedJson("import-values", value("import-values"), "The expression values");
+  return body;
+}
+
+async function jsonFile(id, words) {
+  const input = document.getElementById(id);
+  const chosen = input.files[0];
+  if (!chosen) {
+    if (input.required) throw invalidField(id, `${words} is required: choose one.`);
+    return undefined;
+  }
+  return parsedJson(id, await chosen.text(), `${words} (${chosen.name})`);
+}
+
+function parsedJson(id, text, words) {
+  try {
+    return JSON.parse(text);
+  } catch (failure) {
+    throw invalidField(id, `${words} is not JSON: ${failure.message}`);
+  }
+}
+
+function invalidField(id, message) {
+  document.getElementById(id).setAttribute("aria-invalid", "true");
+  return new Error(message);
+}
+
+// Sends the import; shows its report (also that of a refused or stopped one) and its error.
+async function sendImport(body, whatIf, problems, outcome) {
+  const { where, ...sent } = body;
+  problems.textContent = "";
+  let report;
+  try {
+    report = await arm("POST", groupId(...where), "/providers/Microsoft.Scheduler/importTemplate",
+      { body: { ...sent, whatIf } });
+  } catch (failure) {
+    if (!(failure instanceof ApiFailed)) {
+      handleFailure(failure);
+      return null;
+    }
+    problems.textContent = failure.message; // names the resource, the property and the expression
+    report = failure.body && failure.body.resources ? failure.body : null;
+  }
+  outcome.replaceChildren(...(report ? reportView(report) : []));
+  outcome.hidden = !report;
+  return report;
+}
+
+function summaryWords(summary) {
+  return Object.entries(summary).map(([outcome, count]) => `${count} ${IMPORT_OUTCOME_WORDS[outcome] || outcome}`).join(", ");
+}
+
+function reportView(report) {
+  const title = report.whatIf
+    ? (report.status === "Succeeded" ? "What the import would do" : "What-if: the import would stop")
+    : (report.status === "Succeeded" ? "What the import did" : "The import stopped");
+  const rows = report.resources.map((resource) => {
+    const shownAt = resource.id && resource.outcome !== "Deleted"
+      ? (resource.type.endsWith("/jobs") ? jobPath(resource.id) : collectionPath(resource.id)) : null;
+    const why = [resource.reason, ...(resource.warnings || [])].filter(Boolean);
+    return h("tr", {},
+      cell("Outcome", badge(resource.outcome), " ", IMPORT_OUTCOME_WORDS[resource.outcome] || ""),
+      cell("Type", resource.type),
+      cell("Name", shownAt && !report.whatIf ? h("a", { href: `#/${shownAt}` }, resource.name) : resource.name),
+      cell("Why", why.length ? h("ul", { class: "plain" }, why.map((line) => h("li", {}, line))) : ""));
+  });
+  return [
+    h("h2", { id: "import-outcome-title" }, title),
+    h("p", {}, `${report.mode} mode: ${summaryWords(report.summary) || "no resources"}.`),
+    table(["Outcome", "Type", "Name", "Why"], rows, "The template has no resources.", "One outcome per resource"),
+  ];
+}

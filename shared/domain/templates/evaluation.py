@@ -1,0 +1,187 @@
+"""A template's values evaluated as ARM evaluates them: parameters (with defaults, types,
+allowed values and a parameters file), variables, and every expression in a value. Pure: no
+I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from shared.domain.problems import json_type as kind
+from shared.domain.templates.deployment import TEMPLATE, Deployment, TemplateError
+from shared.domain.templates.expressions import (
+    ExpressionError,
+    Scope,
+    is_expression,
+    parse,
+    unescaped,
+)
+from shared.domain.templates.functions import AZURE_ONLY, FUNCTIONS
+from shared.domain.wire import JsonObject
+
+_PARAMETER_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "securestring": lambda value: isinstance(value, str),
+    "int": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "bool": lambda value: isinstance(value, bool),
+    "object": lambda value: isinstance(value, dict),
+    "secureobject": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+}
+
+
+class _Lazy(Mapping[str, Any]):
+    """Values evaluated on first read, each once: parameters' defaults and variables may read
+    each other, in any order, as long as no value reads itself."""
+
+    def __init__(self, names: list[str], compute: Callable[[str], Any]) -> None:
+        self._names, self._compute = names, compute
+        self._done: dict[str, object] = {}
+        self._busy: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._done:
+            if name in self._busy:
+                raise ExpressionError(f"'{name}' reads itself")
+            self._busy.add(name)
+            try:
+                self._done[name] = self._compute(name)
+            finally:
+                self._busy.discard(name)
+        return self._done[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
+    """What the template's expressions read: its parameters and variables (each evaluated on
+    first read), and the resource group, subscription and deployment it is applied to."""
+    declared = template.get("parameters") or {}
+    variables = template.get("variables") or {}
+    if not isinstance(declared, dict) or not isinstance(variables, dict):
+        raise TemplateError(TEMPLATE, "parameters", "parameters and variables must be objects")
+    given = _given_parameters(deployment.parameters)
+    unknown = [name for name in given if name.casefold() not in {d.casefold() for d in declared}]
+    if unknown:
+        raise TemplateError(
+            "parameters", unknown[0], "is given a value but the template declares no such parameter"
+        )
+    group = {
+        "id": f"/subscriptions/{deployment.subscription_id}/resourceGroups/"
+        f"{deployment.resource_group}",
+        "name": deployment.resource_group,
+        "type": "Microsoft.Resources/resourceGroups",
+        "properties": {"provisioningState": "Succeeded"},
+    }
+    if deployment.location is not None:
+        group["location"] = deployment.location
+    scope_holder: list[Scope] = []
+
+    def parameter(name: str) -> Any:
+        return _parameter_value(name, declared[name], given, scope_holder[0])
+
+    def variable(name: str) -> Any:
+        return evaluated(variables[name], scope_holder[0], "variables", name)
+
+    scope = Scope(
+        functions=FUNCTIONS,
+        parameters=_Lazy(list(declared), parameter),
+        variables=_Lazy(list(variables), variable),
+        resource_group=group,
+        subscription={
+            "id": f"/subscriptions/{deployment.subscription_id}",
+            "subscriptionId": deployment.subscription_id,
+            "tenantId": "",
+            "displayName": deployment.subscription_id,
+        },
+        deployment={"name": deployment.name, "properties": {"mode": "Incremental"}},
+        supplied=deployment.expression_values,
+        azure_only=AZURE_ONLY,
+    )
+    scope_holder.append(scope)
+    return scope
+
+
+def _given_parameters(sent: Mapping[str, Any]) -> JsonObject:
+    """Parameter values as ARM takes them, `{"name": {"value": ...}}`, or a whole parameters
+    file (`{"$schema": ..., "parameters": {...}}`)."""
+    if "parameters" in sent and ("$schema" in sent or "contentVersion" in sent):
+        sent = sent["parameters"]
+        if not isinstance(sent, dict):
+            raise TemplateError(
+                "parameters", "", "the parameters file's `parameters` must be an object"
+            )
+    values = {}
+    for name, entry in sent.items():
+        if isinstance(entry, dict) and "reference" in entry:
+            raise TemplateError(
+                "parameters", name,
+                "is a Key Vault reference, which only Azure can read: give its value instead",
+            )  # fmt: skip
+        if not isinstance(entry, dict) or "value" not in entry:
+            raise TemplateError("parameters", name, 'must be given as {"value": ...}')
+        values[name] = entry["value"]
+    return values
+
+
+def _parameter_value(name: str, declared: Any, given: JsonObject, scope: Scope) -> Any:
+    if not isinstance(declared, dict):
+        raise TemplateError("parameters", name, "must be declared as an object with a `type`")
+    match = next((key for key in given if key.casefold() == name.casefold()), None)
+    if match is not None:
+        value = given[match]
+    elif "defaultValue" in declared:
+        value = evaluated(declared["defaultValue"], scope, "parameters", f"{name}.defaultValue")
+    else:
+        raise TemplateError("parameters", name, "has no default value and none was given")
+    wanted = str(declared.get("type", "")).casefold()
+    check = _PARAMETER_TYPES.get(wanted)
+    if check is None:
+        raise TemplateError(
+            "parameters", f"{name}.type", f"'{declared.get('type')}' is not a parameter type"
+        )
+    if not check(value):
+        raise TemplateError("parameters", name, f"must be {wanted}, not {kind(value)}")
+    allowed = declared.get("allowedValues")
+    if isinstance(allowed, list) and value not in allowed:
+        raise TemplateError(
+            "parameters", name, f"{json.dumps(value)[:60]} is not one of its allowedValues"
+        )
+    return value
+
+
+def evaluated(
+    value: Any, scope: Scope, resource: str, path: str, values: Mapping[str, Any] | None = None
+) -> Any:
+    """A template value with every expression in it evaluated; `values` given outright by
+    their path are taken as they are."""
+    if values and path in values:
+        return values[path]
+    if isinstance(value, dict):
+        if isinstance(value.get("copy"), list) and path.startswith("properties"):
+            raise TemplateError(resource, f"{path}.copy", "property copy loops are not supported")
+        return {
+            key: evaluated(item, scope, resource, f"{path}.{key}", values)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            evaluated(item, scope, resource, f"{path}[{index}]", values)
+            for index, item in enumerate(value)
+        ]
+    if not is_expression(value):
+        return unescaped(value) if isinstance(value, str) else value
+    try:
+        return scope.evaluate(parse(value[1:-1]))
+    except TemplateError:
+        raise
+    except ExpressionError as failed:
+        raise TemplateError(resource, path, str(failed), expression=value) from None
+    except RecursionError:
+        raise TemplateError(resource, path, "is nested too deeply", expression=value) from None

@@ -1,0 +1,105 @@
+"""What the executor reads and writes of a collection's jobs partition: the collection's state
+(its gate, one row beside the jobs, read with a point read before any job runs) and the
+settlement of an attempt (the job's new document and its history entries, in one batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+
+from shared.domain.ids import CollectionId
+from shared.domain.job_document import JobDocument
+from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
+from shared.storage.documents import HistoryEntry, Stored, StoredJob
+from shared.storage.errors import ModifiedConcurrently
+from shared.storage.history import History, history_entity
+from shared.storage.jobs import replacement
+from shared.storage.keys import COLLECTION_GATE, jobs_partition
+
+
+class ExecutorRecords:
+    """The executor's gate and settlement, in the jobs table."""
+
+    def __init__(self, table: TableClient, history: History) -> None:
+        self._table, self._history = table, history
+
+    def collection_state(self, collection: CollectionId) -> str | None:
+        """The state the executor checks before running any job of the collection (None if
+        never recorded): a point read of the gate row beside the collection's jobs."""
+        try:
+            gate = self._table.get_entity(
+                jobs_partition(collection), COLLECTION_GATE, select=["State"]
+            )
+        except ResourceNotFoundError:
+            return None
+        return str(gate["State"])
+
+    def set_collection_state(self, collection: CollectionId, state: str) -> None:
+        """Record the state the executor checks before running any job of the collection."""
+        self._table.upsert_entity(
+            {"PartitionKey": jobs_partition(collection), "RowKey": COLLECTION_GATE, "State": state},
+            mode=UpdateMode.REPLACE,
+        )
+
+    def settle_job(
+        self, stored: StoredJob, document: JobDocument, history: list[HistoryEntry]
+    ) -> StoredJob | None:
+        """Write a job's new document and history entries if the job is as `stored` read it;
+        the job as now stored (its new etag), or None when another writer changed it first.
+
+        The document and the newest entries are one batch: an outcome is recorded whole or not
+        at all.
+        """
+        room = LARGEST_BATCH - 1
+        older, newest = history[:-room] if len(history) > room else [], history[-room:]
+        # Entries that do not fit in the batch (postponed occurrences) go first; writing them
+        # again after a failed attempt only overwrites them.
+        self._history.add(stored.id, list(older))
+        operations: list[Any] = [replacement(Stored(stored.id, document, stored.etag))]
+        operations += [("upsert", history_entity(stored.id, *entry)) for entry in newest]
+        try:
+            written = self._table.submit_transaction(operations)
+        except TableTransactionError:
+            return None
+        return Stored(stored.id, document, written[0]["etag"], stored.incarnation)
+
+    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
+        """Write the new documents of several jobs of one collection (at most LARGEST_BATCH, no
+        job twice) in one batch, each only if its job is as read: for each, the job as written,
+        or None where another writer changed (or deleted) it first. A batch is written whole or
+        not at all, so one lost race leaves the batch out and the others go again without it."""
+        written: list[StoredJob | None] = [None] * len(writes)
+        left = list(range(len(writes)))
+        while left:
+            operations = [
+                replacement(Stored(writes[at][0].id, writes[at][1], writes[at][0].etag))
+                for at in left
+            ]
+            try:
+                results = self._table.submit_transaction(operations)
+            except TableTransactionError as failed:
+                if failed.status_code not in RACES_LOST:
+                    raise
+                # The operation that failed, where the service names it (else the first): one
+                # taken for a loser by mistake was not written either, and only reads again.
+                left.pop(min(max(failed.index, 0), len(left) - 1))
+                continue
+            for at, metadata in zip(left, results, strict=True):
+                stored = writes[at][0]
+                written[at] = Stored(stored.id, writes[at][1], metadata["etag"], stored.incarnation)
+            break
+        return written
+
+    def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
+        """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently
+        when one of them changed (or went) since it was read, and its batch was not written."""
+        try:
+            submit_batches(self._table, (replacement(stored) for stored in jobs))
+        except TableTransactionError as failed:
+            if failed.status_code in RACES_LOST:
+                raise ModifiedConcurrently("job") from failed
+            raise

@@ -1,0 +1,294 @@
+"""Jobs in storage: one row each in their collection's jobs partition, the document whole as
+JSON beside the columns that listings filter on (state, run-nows in flight). Creating a job
+counts it (job_counting.py) and deleting it uncounts it, in the same partition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from datetime import datetime
+from typing import Any, TypedDict
+
+from azure.core.exceptions import (
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobState
+from shared.domain.job_document import JobDocument
+from shared.storage.batches import (
+    LARGEST_QUERY_PAGE,
+    ConditionalUpdate,
+    unchanged_since,
+    update_if_unchanged,
+)
+from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
+from shared.storage.counter_rows import Counter
+from shared.storage.documents import (
+    DocumentTable,
+    JobSlot,
+    PageBounds,
+    Preconditions,
+    StoredCollection,
+    StoredJob,
+    as_json,
+)
+from shared.storage.errors import ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.history import History
+from shared.storage.job_collections import Collections
+from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
+from shared.storage.keys import AFTER_COUNTERS, HISTORY_MARK, job_row, jobs_partition
+
+JOBS_TABLE = "jobs"
+_RUN_NOWS = "RunNowsInFlight"
+
+
+class Jobs:
+    """The jobs of every collection, in the jobs table."""
+
+    def __init__(
+        self,
+        table: TableClient,
+        counting: JobCounting,
+        history: History,
+        collections: Collections,
+    ) -> None:
+        self._jobs = DocumentTable(
+            table, job_id_of, JobDocument.to_wire, JobDocument.from_wire, "job"
+        )
+        self._counting, self._history, self._collections = counting, history, collections
+
+    def job(self, job: JobId) -> StoredJob | None:
+        return self._jobs.get(jobs_partition(job.collection), job_row(job))
+
+    def existing_job(self, job: JobId) -> StoredJob:
+        """The job, or NotFound."""
+        stored = self.job(job)
+        if stored is None:
+            raise NotFound(job)
+        return stored
+
+    def jobs(self, collection: CollectionId, state: JobState | None = None) -> list[StoredJob]:
+        """The jobs of a collection in name order, optionally only those in one state."""
+        query = "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
+        parameters = {
+            "pk": jobs_partition(collection),
+            "counters": AFTER_COUNTERS,
+            "history": HISTORY_MARK,
+        }
+        found = self._jobs.query(query, **parameters)
+        # Filtered here, not by the query: the State column of rows written before the state's
+        # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
+        return [job for job in found if state is None or job.document.state is state]
+
+    def run_nows_in_flight(self, collection: CollectionId) -> int:
+        """The run-nows in flight of all a collection's jobs: only that column, of only the jobs
+        that have any (a job written before the column existed counts none)."""
+        query = (
+            "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
+            f" and {_RUN_NOWS} gt 0"
+        )
+        parameters = {
+            "pk": jobs_partition(collection),
+            "counters": AFTER_COUNTERS,
+            "history": HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(query, parameters=parameters, select=[_RUN_NOWS])
+        return sum(int(row.get(_RUN_NOWS) or 0) for row in rows)
+
+    def jobs_page(
+        self, collection: CollectionId, bounds: PageBounds, state: JobState | None = None
+    ) -> tuple[list[StoredJob], str | None]:
+        """A page of a collection's jobs in name order, optionally only those in one state; and
+        the row the next page starts after (None: no more). It reads `skip` + `count` + 1 jobs,
+        more only when jobs of other states lie between (the state is filtered here: see
+        `jobs`)."""
+        count, after, skip = bounds.count, bounds.after, bounds.skip
+        query = "PartitionKey eq @pk and RowKey gt @low and RowKey lt @history"
+        parameters = {
+            "pk": jobs_partition(collection),
+            "low": max(after, AFTER_COUNTERS),
+            "history": HISTORY_MARK,
+        }
+        rows = self._jobs.table.query_entities(
+            query,
+            parameters=parameters,
+            results_per_page=min(skip + count + 1, LARGEST_QUERY_PAGE),
+        )
+        found = (self._jobs.from_entity(row) for row in rows)
+        matching = (job for job in found if state is None or job.document.state is state)
+        page = list(itertools.islice(matching, skip, skip + count + 1))
+        following = job_row(page[count - 1].id) if len(page) > count else None
+        return page[:count], following
+
+    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
+        """The job, and with `counted` its collection's job count (to delete it, or to read the
+        count; creating a job needs no count read beforehand: see `save_job`).
+
+        A point read and a key-range query rather than one query for both: keys joined by `or`
+        make Table Storage scan the whole partition, history included (Azure's table design
+        guide).
+        """
+        current = self._jobs.get(jobs_partition(job.collection), job_row(job))
+        if not counted:
+            return JobSlot(current, {})
+        partition = jobs_partition(job.collection)
+        return JobSlot(
+            current, self._counting.read_counters(partition), self._counting.rows.spares(partition)
+        )
+
+    def save_job(
+        self, job: JobId, document: JobDocument, preconditions: Preconditions, slot: JobSlot,
+        max_jobs: int | None = None, *, now: datetime | None = None,
+        within: StoredCollection | None = None,
+    ) -> tuple[StoredJob, bool]:  # fmt: skip
+        """Create or replace a job (the contract: interface.py). A replace is one etag-checked
+        write. A new job is counted, then inserted (job_counting.py): a creator refused by the
+        quota with `now` given first corrects counts that a crash left too high (see
+        COUNTERS_QUIET_FOR). Once it is in, the collection it was created `within` is read
+        again; if that incarnation is gone, the job is withdrawn (see `delete_collection`).
+        """
+        partition = jobs_partition(job.collection)
+        for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            if attempt:
+                slot = JobSlot(self._jobs.get(partition, job_row(job)), {})
+            preconditions.check(slot.current)
+            entity = _job_entity(job, document, slot.current)
+            if slot.current is not None:
+                try:
+                    metadata = self._jobs.table.update_entity(
+                        entity, mode=UpdateMode.REPLACE, **unchanged_since(slot.current.etag)
+                    )
+                except (ResourceModifiedError, ResourceNotFoundError):
+                    continue
+                return self._jobs.from_entity(entity, metadata["etag"]), False
+            try:
+                row, counted_at = self._counting.count_new_job(partition, max_jobs, now)
+            except QuotaExceeded:
+                if self._jobs.get(partition, job_row(job)) is None:
+                    raise
+                continue  # a creator racing for the same name got it in: replace it instead
+            try:
+                if time.monotonic() - counted_at > COUNTED_INSERT_WITHIN_S:
+                    self._counting.uncount(
+                        partition, row, counted_at
+                    )  # a recount may take it for lost
+                    continue
+                metadata = self._jobs.table.create_entity(entity)
+            except ResourceExistsError:  # created meanwhile by someone else: replace it instead
+                self._counting.uncount(partition, row, counted_at)
+                continue
+            except BaseException:
+                with contextlib.suppress(Exception):  # else the place stays lost until a recount
+                    self._counting.uncount(partition, row, counted_at)
+                raise
+            if within is not None and not self._collections.still_there(within):
+                self.withdraw(job)
+                raise NotFound(within.id)
+            return self._jobs.from_entity(entity, metadata["etag"]), True
+        raise ModifiedConcurrently("job")
+
+    def withdraw(self, job: JobId) -> None:
+        """Take back a job inserted into a collection that was deleted meanwhile. Whoever wrote
+        it since, it has no collection: it goes unconditionally. Its counted place is not given
+        back: the counter row may already count jobs of a collection created anew under the
+        name, and a place lost (until a recount) is better than a quota exceeded."""
+        with contextlib.suppress(ResourceNotFoundError):
+            self._jobs.table.delete_entity(jobs_partition(job.collection), job_row(job))
+
+    def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
+        """Delete a job and its history; the job and its count go in one transaction."""
+        partition = jobs_partition(job.collection)
+        for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            slot = self.job_slot(job, counted=True)
+            preconditions.check(slot.current)
+            if slot.current is None:
+                return False
+            row, lowered = uncounted(partition, slot.counters, slot.spares)
+            try:
+                results = self._jobs.table.submit_transaction(
+                    [
+                        ("delete", _keys_of(slot.current), unchanged_since(slot.current.etag)),
+                        lowered,
+                    ]
+                )
+            except TableTransactionError:
+                self._counting.rows.forget(partition)
+                continue
+            self._counting.rows.note(
+                partition, row, Counter(lowered[1]["Jobs"], results[1]["etag"])
+            )
+            self._history.delete_all(job)
+            return True
+        raise ModifiedConcurrently("job")
+
+
+class JobColumns(TypedDict):
+    """A job's columns beside its keys: its document whole, as JSON, its state (which listings
+    filter on) and its run-nows in flight (which the run-now bound of its collection adds up)."""
+
+    State: str
+    RunNowsInFlight: int  # the column that _RUN_NOWS names in queries
+    Document: str
+
+
+class JobRow(JobColumns):
+    PartitionKey: str
+    RowKey: str
+
+
+class NamedJobRow(JobRow):
+    """A job's row as created or replaced: with its names as they were first written."""
+
+    Subscription: str
+    ResourceGroup: str
+    Collection: str
+    Name: str
+
+
+def replacement(stored: StoredJob) -> tuple[str, JobRow, ConditionalUpdate]:
+    """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
+    row: JobRow = {
+        "PartitionKey": jobs_partition(stored.id.collection),
+        "RowKey": job_row(stored.id),
+        **_job_columns(stored.document),
+    }
+    return "update", row, update_if_unchanged(stored.etag, UpdateMode.MERGE)
+
+
+def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> NamedJobRow:
+    # A replaced job keeps the names' case from when it was created.
+    names = current.id if current is not None else job
+    return {
+        "PartitionKey": jobs_partition(job.collection),
+        "RowKey": job_row(job),
+        "Subscription": names.collection.subscription,
+        "ResourceGroup": names.collection.resource_group,
+        "Collection": names.collection.name,
+        "Name": names.name,
+        **_job_columns(document),
+    }
+
+
+def _job_columns(document: JobDocument) -> JobColumns:
+    """A job document as table columns. A stored job is read back with
+    `JobDocument.from_wire`."""
+    return {
+        "State": document.state.value,
+        "RunNowsInFlight": document.run_nows_in_flight,
+        "Document": as_json(document.to_wire()),
+    }
+
+
+def _keys_of(stored: StoredJob) -> dict[str, str]:
+    return {"PartitionKey": jobs_partition(stored.id.collection), "RowKey": job_row(stored.id)}
+
+
+def job_id_of(entity: Any) -> JobId:
+    collection = CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
+    return JobId(collection, entity["Name"])
