@@ -5,7 +5,9 @@ settlement of an attempt (the job's new document and its history entries, in one
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -17,7 +19,7 @@ from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
 from shared.storage.documents import HistoryEntry, Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
-from shared.storage.jobs import replacement
+from shared.storage.jobs import claim_column, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 
 
@@ -93,6 +95,18 @@ class ExecutorRecords:
                 written[at] = Stored(stored.id, writes[at][1], metadata["etag"], stored.incarnation)
             break
         return written
+
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        """How many jobs (up to `at_most`) hold a claim that ran out before `before`: a try
+        whose holder died, not yet taken over. A query over the whole table (no index serves
+        it): for a health probe, not for the executor's path."""
+        found = self._table.query_entities(
+            "ClaimedUntil gt '' and ClaimedUntil lt @before",
+            parameters={"before": claim_column(before)},
+            select=["RowKey"],
+            results_per_page=at_most,
+        )
+        return sum(1 for _ in itertools.islice(found, at_most))
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently

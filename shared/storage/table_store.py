@@ -161,6 +161,9 @@ class TableStore:
     ) -> StoredJob | None:
         return self._executor.settle_job(stored, document, history)
 
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        return self._executor.overdue_claims(before, at_most)
+
     def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
         return self._executor.settle_jobs(writes)
 
