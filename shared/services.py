@@ -138,7 +138,11 @@ def build(
         queue.create_queue()
     due_index = DueIndex.in_service(tables, due_table)
     # Follow-ups wait a moment for others of the same second (shared.execution.dispatch).
-    dispatcher = Dispatcher(queue, due_index, settings.horizon, coalesce=follow_up_gathering)
+    # Where the host moves a message after its last failed delivery (/health reports its depth).
+    poison = queue_client(settings, f"{queue_name}-poison", credential)
+    dispatcher = Dispatcher(
+        queue, due_index, settings.horizon, coalesce=follow_up_gathering, poison=poison
+    )
     timeouts = {} if action_timeout is None else {"timeout": action_timeout}
 
     def build_worker() -> ExecutionWorker:

@@ -31,6 +31,12 @@ Answer = tuple[int, bytes, dict[str, str]]
 Responder = Callable[[Received], Answer]
 
 
+class _Server(ThreadingHTTPServer):
+    # Many jobs due at once call at once: their connections wait to be accepted rather than
+    # overflow the listen queue (5 by default) and be reset.
+    request_queue_size = 128
+
+
 class Target:
     """A threaded HTTP server on 127.0.0.1; with `tls`, an HTTPS one."""
 
@@ -38,7 +44,7 @@ class Target:
         self._answers: dict[str, Responder] = {}
         self._received: list[Received] = []
         self._lock = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         if tls is not None:
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
+from azure.storage.queue import QueueClient
 
 from devhost import azurite
 from shared.api import health
 from shared.api.health import Probe, report
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.ids import JobId
+from shared.execution.worker import CLAIM_FOR
 from shared.services import build
 from shared.settings import Settings
+from shared.storage.table_store import TableStore
 from tests.conftest import Service
 from tests.factories import utc
-from tests.pipeline import Pipeline
+from tests.pipeline import START, Pipeline
+from tests.targets import Target
+from tests.wrapped_store import WrappedStore
 
 NOW = utc("2026-12-01T08:00:00Z")
 
@@ -130,3 +137,47 @@ def test_messages_waiting_past_their_time_make_the_service_degraded(storage: str
         "messages on the execution queue wait 300 s past their time, more than 60 s: the executor is behind"
     ]
     assert "waiting" not in json.dumps(body)  # no job named
+
+
+@pytest.mark.services  # an Azurite of its own
+def test_poison_messages_and_claims_past_their_deadline_are_shown_for_an_operator_to_look_at(
+    target: Target,
+) -> None:
+    class DyingStore(WrappedStore):
+        """Every outcome write is lost, as if the host died between call and record."""
+
+        def settle_job(self, stored: Any, document: Any, history: list[Any]) -> Any:
+            if history:
+                raise ConnectionError("the host died")
+            return self.inner.settle_job(stored, document, history)
+
+    emulator = azurite.start()  # its own: claims left behind by other tests must not count
+    try:
+        storage = emulator.connection_string
+        pipeline = Pipeline(storage, store=DyingStore(TableStore.from_connection_string(storage)))
+        target.answer("/dies")
+        action = {"type": "Http", "request": {"uri": target.url("/dies"), "method": "POST"}}
+        pipeline.put_job("dies", {"startTime": START.isoformat(), "action": action})
+        received: list[str] = []
+        pipeline.advance(timedelta(minutes=1), on_message=lambda text, count: received.append(text))
+        with contextlib.suppress(ConnectionError):
+            pipeline.handle(received[0], 1)  # claimed and called; its outcome never written
+        status, body = health.check(lambda: pipeline.services)
+        assert (status, body["status"], body["claimsPastDeadline"], body["poison"]["depth"]) == (200, "healthy", 0, 0)
+
+        pipeline.clock.at += CLAIM_FOR + health.CLAIM_OVERDUE + timedelta(seconds=1)
+        pipeline.jump(timedelta(0))  # the timer ticks: only the claim and the poison are wrong
+        poison = QueueClient.from_connection_string(storage, f"{pipeline.queue.queue_name}-poison")
+        poison.create_queue()
+        poison.send_message("a message that failed its last delivery")
+        status, body = health.check(lambda: pipeline.services)
+        assert (status, body["status"], body["claimsPastDeadline"], body["poison"]["depth"]) == (200, "degraded", 1, 1)
+        assert body["reasons"] == [
+            "1 messages failed their last delivery and wait on executions-poison: their attempts "
+            "were recorded as failed; look at why",
+            "1 tries are claimed by a delivery whose deadline passed more than 60 s ago, and no "
+            "delivery took them over: their messages may be lost",
+        ]
+        assert "dies" not in json.dumps(body)  # no job named
+    finally:
+        emulator.stop()

@@ -1,5 +1,7 @@
 """`GET /health`: is storage reachable, how full is the execution queue and how late what waits on
-it, when did the timer last tick. Anonymous, so it says nothing secret: no account names,
+it, when did the timer last tick, and what needs an operator's look: messages that failed their
+last delivery (the poison queue) and claims on tries whose holder died and that no delivery has
+taken over. Anonymous, so it says nothing secret: no account names,
 endpoints, job names or error texts.
 
 Each probe runs with a deadline: the storage SDKs retry a refused connection for a long while,
@@ -27,6 +29,10 @@ TICK_OVERDUE = timedelta(minutes=5)
 # queue far past that is being filled by something other than the schedules).
 MOST_LATE = timedelta(minutes=1)
 MOST_DEPTH = 10_000
+# A claim on a try runs out when its holder died mid-call; the try's message comes back and takes
+# it over within seconds. One still there this long after its deadline has no message coming.
+CLAIM_OVERDUE = timedelta(minutes=1)
+MOST_COUNTED = 100  # claims past their deadline counted at most (the probe stops there)
 
 Value = TypeVar("Value")
 
@@ -51,15 +57,17 @@ def check(services: Callable[[], Services]) -> tuple[int, JsonObject]:
     if running is None:
         return report(utc_now(), Probe(problem=built.problem), Probe(problem=built.problem))
     now = running.now()
-    last_tick, depth, late = _probes(
+    last_tick, depth, late, poison, overdue = _probes(
         [
             running.due_index.last_tick,
             running.dispatcher.queue_depth,
             lambda: running.dispatcher.lateness(now),
+            running.dispatcher.poison_depth,
+            lambda: running.store.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
         ],
         deadline,
     )
-    return report(now, last_tick, depth, late)
+    return report(now, last_tick, depth, late, poison=poison, overdue=overdue)
 
 
 def report(
@@ -67,12 +75,18 @@ def report(
     last_tick: Probe[datetime | None],
     depth: Probe[int],
     late: Probe[timedelta] | None = None,
+    *,
+    poison: Probe[int] | None = None,
+    overdue: Probe[int] | None = None,
 ) -> tuple[int, JsonObject]:
     """The status and body for what the probes found: 503 when storage cannot be reached,
-    "degraded", with its reasons, when the timer has not ticked within TICK_OVERDUE or the
-    queue outgrows the executor (MOST_LATE, MOST_DEPTH)."""
+    "degraded", with its reasons, when the timer has not ticked within TICK_OVERDUE, the
+    queue outgrows the executor (MOST_LATE, MOST_DEPTH), messages wait on the poison queue, or
+    claims are past their deadline by more than CLAIM_OVERDUE."""
     late = late or Probe(timedelta(0))
-    reachable = all(probe.problem is None for probe in (last_tick, depth, late))
+    poison, overdue = poison or Probe(0), overdue or Probe(0)
+    probes = (last_tick, depth, late, poison, overdue)
+    reachable = all(probe.problem is None for probe in probes)
     ticked = last_tick.value
     reasons = []
     if ticked is None or now - ticked > TICK_OVERDUE:
@@ -84,19 +98,33 @@ def report(
         )
     if depth.value is not None and depth.value > MOST_DEPTH:
         reasons.append(f"the execution queue holds {depth.value} messages, more than {MOST_DEPTH}")
+    if poison.value:
+        reasons.append(
+            f"{poison.value} messages failed their last delivery and wait on "
+            f"{EXECUTIONS_QUEUE}-poison: their attempts were recorded as failed; look at why"
+        )
+    if overdue.value:
+        reasons.append(
+            f"{overdue.value} tries are claimed by a delivery whose deadline passed more than "
+            f"{round(CLAIM_OVERDUE.total_seconds())} s ago, and no delivery took them over: their "
+            "messages may be lost"
+        )
     status = "unhealthy" if not reachable else "degraded" if reasons else "healthy"
     body: JsonObject = {
         "status": status,
         "time": iso(now),
         "storage": {
-            "tables": last_tick.problem or "reachable",
-            "queues": depth.problem or late.problem or "reachable",
+            "tables": last_tick.problem or overdue.problem or "reachable",
+            "queues": depth.problem or late.problem or poison.problem or "reachable",
         },
         "queue": {
             "name": EXECUTIONS_QUEUE,
             "depth": depth.value,
             "secondsLate": None if late.value is None else round(late.value.total_seconds(), 1),
         },
+        "poison": {"name": f"{EXECUTIONS_QUEUE}-poison", "depth": poison.value},
+        # Up to MOST_COUNTED: jobs with a claim past its deadline by more than CLAIM_OVERDUE.
+        "claimsPastDeadline": overdue.value,
         "timer": {
             "lastTick": iso(ticked) if ticked else None,
             "secondsSinceLastTick": round((now - ticked).total_seconds(), 1) if ticked else None,

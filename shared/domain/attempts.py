@@ -79,6 +79,29 @@ def execution_id(job: JobId, attempt: Attempt) -> str:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """That a delivery (`holder`, an id of its own) is calling a try's target, until when.
+
+    Written before the call, so that another delivery of the same try does not call too; past
+    `until` (the try's timeout and a margin) the holder is taken for dead, and the try for never
+    recorded: another delivery takes it over.
+    """
+
+    holder: str
+    until: datetime
+
+    def live(self, now: datetime) -> bool:
+        return now < self.until
+
+    def to_wire(self) -> JsonObject:
+        return {"holder": self.holder, "until": iso(self.until)}
+
+    @classmethod
+    def from_wire(cls, wire: JsonObject) -> Claim:
+        return cls(str(wire["holder"]), parse_iso(wire["until"]))
+
+
+@dataclass(frozen=True)
 class Pending:
     """An attempt a job waits for, and when it is due."""
 
@@ -87,18 +110,25 @@ class Pending:
     # Under overlapPolicy Allow, set when the occurrence began (it was counted and the next one
     # scheduled before its action ran): the try it began, which a redelivery runs again.
     began: Attempt | None = None
+    # Set while a delivery calls the try's target (kept in the job's document only).
+    claim: Claim | None = None
 
     def to_wire(self) -> JsonObject:
         wire = {**self.attempt.to_wire(), "due": iso(self.due)}
-        return wire if self.began is None else wire | {"began": self.began.to_wire()}
+        if self.began is not None:
+            wire["began"] = self.began.to_wire()
+        if self.claim is not None:
+            wire["claim"] = self.claim.to_wire()
+        return wire
 
     @classmethod
     def from_wire(cls, wire: JsonObject) -> Pending:
-        began = wire.get("began")
+        began, claim = wire.get("began"), wire.get("claim")
         return cls(
             Attempt.from_wire(wire),
             parse_iso(wire["due"]),
             None if began is None else Attempt.from_wire(began),
+            None if claim is None else Claim.from_wire(claim),
         )
 
 

@@ -231,6 +231,11 @@ class JobDocument:
         )
         return changed.waiting_for(self.pending)
 
+    @property
+    def claimed_until(self) -> datetime | None:
+        """When the earliest claim on one of its tries runs out (None: no try is claimed)."""
+        return min((entry.claim.until for entry in self.pending if entry.claim), default=None)
+
     def waiting_for(self, pending: Iterable[Pending]) -> JobDocument:
         """The document waiting for `pending`, its nextExecutionTime following the schedule."""
         pending = tuple(pending)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from azure.core.exceptions import AzureError
+from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
@@ -73,8 +73,11 @@ class Dispatcher:
         index: DueIndex,
         horizon: timedelta,
         coalesce: timedelta = timedelta(0),
+        poison: QueueClient | None = None,
     ) -> None:
+        """`poison`: the queue the host moves a message to after its last failed delivery."""
         self._queue, self._index, self.horizon = queue, index, horizon
+        self._poison = poison
         self._coalesce = coalesce
         self._gathering: dict[int, _OneSecondsFollowUps] = {}
         self._lock = threading.Lock()
@@ -82,6 +85,17 @@ class Dispatcher:
     def queue_depth(self) -> int:
         """About how many messages the execution queue holds, invisible ones included."""
         return int(self._queue.get_queue_properties().approximate_message_count or 0)
+
+    def poison_depth(self) -> int:
+        """About how many messages failed their last delivery and wait on the poison queue
+        for someone to look at them (0 while the host has moved none there)."""
+        if self._poison is None:
+            return 0
+        try:
+            properties = self._poison.get_queue_properties()
+        except ResourceNotFoundError:  # the host creates it with the first message it moves
+            return 0
+        return int(properties.approximate_message_count or 0)
 
     def lateness(self, now: datetime) -> timedelta:
         """How late the latest of the messages waiting to be taken is (those visible, the first

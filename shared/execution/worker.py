@@ -21,14 +21,18 @@ import contextlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from shared.actions import Actions
-from shared.domain.attempts import Delivery, Pending
+from shared.actions.outbound import ACTION_TIMEOUT_S
+from shared.domain.attempts import Claim, Delivery, Pending
 from shared.domain.decisions import (
     Begin,
+    Held,
     NotYet,
     Outcome,
     Park,
@@ -36,12 +40,14 @@ from shared.domain.decisions import (
     Run,
     Skip,
     abandoned,
+    claimed,
     plan,
     settle,
     still_pending,
 )
 from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
+from shared.execution.claims import GroupedClaims
 from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
@@ -56,6 +62,10 @@ log = logging.getLogger("scheduler.executor")
 # earlier than this goes back on the queue rather than hold a worker.
 MOST_EARLY = timedelta(seconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
+# How long a claim on a try holds: the longest an action may take (an HTTP action's timeout; a
+# Service Bus send bounds itself about as long), and a margin for recording its outcome. Past
+# it, the holder is taken for dead and another delivery calls the try's target.
+CLAIM_FOR = timedelta(seconds=ACTION_TIMEOUT_S + 20)
 # Deliveries of grouped messages running at once, across messages. Each mostly waits (for
 # storage, its target, the others' start before it records, its follow-up's message), about a
 # second under load. With 64, one worker process at 80/s had p99 lateness 828 ms and topped out
@@ -90,6 +100,7 @@ class ExecutionWorker:
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
         self._gates = _SharedGateReads(store.collection_state, clock)
+        self._claims = GroupedClaims(store.settle_jobs)
 
     def close(self) -> None:
         self._actions.close()
@@ -175,19 +186,41 @@ class ExecutionWorker:
                     log.info("%s: the job or its collection is off", _line(delivery, "not run"))
                     return None
                 continue
+            if isinstance(decided, Held):
+                log.info(
+                    "%s: another delivery holds it until %s",
+                    _line(delivery, "not called"),
+                    iso(decided.until),
+                )
+                # Back when the claim runs out: its holder has recorded the try by then, or died.
+                self._dispatcher.send_again(
+                    delivery, now, at_least=decided.until - now + LOOK_AGAIN_AFTER
+                )
+                return None
+            claim = Claim(uuid.uuid4().hex, now + CLAIM_FOR)
             if isinstance(decided, Begin):
                 # overlapPolicy Allow: the occurrence is counted and the next one sent before
                 # the action runs, so that the next starts on time however long this one takes.
+                # The claim goes in the same write.
                 begun = decided.settlement
-                settled = self._store.settle_job(stored, begun.document, begun.history)
-                if settled is None:
+                document = begun.document
+                if decided.run is not None:
+                    document = claimed(document, delivery.pending.attempt, claim)
+                written = self._store.settle_job(stored, document, begun.history)
+                if written is None:
                     continue
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
                 if decided.run is None:
                     log.warning("%s: too many still running", _line(delivery, "skipped"))
                     return None
-                stored = settled  # its etag, for recording the outcome
-                decided = decided.run
+                stored, decided = written, decided.run
+                break
+            # Claimed before the call: a delivery racing this one loses the write, reads again,
+            # and finds the claim (or the outcome). Its etag serves the outcome's write.
+            written = self._claims.write(stored, claimed(stored.document, decided.delivered, claim))
+            if written is None:
+                continue
+            stored = written
             break
         else:
             raise _kept_changing(delivery)
@@ -327,7 +360,10 @@ def time_to_wait(due: datetime, now: datetime) -> timedelta | None:
 
 
 def _deliveries(delivery: Delivery, pending: Iterable[Pending]) -> list[Delivery]:
-    return [Delivery(delivery.job, delivery.defined_at, entry) for entry in pending]
+    # A claim belongs to the job's document: a message carries only the attempt.
+    return [
+        Delivery(delivery.job, delivery.defined_at, replace(entry, claim=None)) for entry in pending
+    ]
 
 
 def _kept_changing(delivery: Delivery) -> ModifiedConcurrently:

@@ -5,7 +5,9 @@ settlement of an attempt (the job's new document and its history entries, in one
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -17,7 +19,7 @@ from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
 from shared.storage.documents import HistoryEntry, Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
-from shared.storage.jobs import replacement
+from shared.storage.jobs import claim_column, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 
 
@@ -66,6 +68,45 @@ class ExecutorRecords:
         except TableTransactionError:
             return None
         return Stored(stored.id, document, written[0]["etag"], stored.incarnation)
+
+    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
+        """Write the new documents of several jobs of one collection (at most LARGEST_BATCH, no
+        job twice) in one batch, each only if its job is as read: for each, the job as written,
+        or None where another writer changed (or deleted) it first. A batch is written whole or
+        not at all, so one lost race leaves the batch out and the others go again without it."""
+        written: list[StoredJob | None] = [None] * len(writes)
+        left = list(range(len(writes)))
+        while left:
+            operations = [
+                replacement(Stored(writes[at][0].id, writes[at][1], writes[at][0].etag))
+                for at in left
+            ]
+            try:
+                results = self._table.submit_transaction(operations)
+            except TableTransactionError as failed:
+                if failed.status_code not in RACES_LOST:
+                    raise
+                # The operation that failed, where the service names it (else the first): one
+                # taken for a loser by mistake was not written either, and only reads again.
+                left.pop(min(max(failed.index, 0), len(left) - 1))
+                continue
+            for at, metadata in zip(left, results, strict=True):
+                stored = writes[at][0]
+                written[at] = Stored(stored.id, writes[at][1], metadata["etag"], stored.incarnation)
+            break
+        return written
+
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        """How many jobs (up to `at_most`) hold a claim that ran out before `before`: a try
+        whose holder died, not yet taken over. A query over the whole table (no index serves
+        it): for a health probe, not for the executor's path."""
+        found = self._table.query_entities(
+            "ClaimedUntil gt '' and ClaimedUntil lt @before",
+            parameters={"before": claim_column(before)},
+            select=["RowKey"],
+            results_per_page=at_most,
+        )
+        return sum(1 for _ in itertools.islice(found, at_most))
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently

@@ -161,6 +161,15 @@ class Store(Protocol):
         document and the newest entries are written together: an outcome is recorded whole or
         not at all."""
 
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        """How many jobs (up to `at_most`) hold a claim on a try that ran out before `before`:
+        its holder died, and no delivery has taken it over yet."""
+
+    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
+        """Write the new documents of several jobs of one collection (at most 100, no job
+        twice) together, each only if its job is still as read: for each, the job as now
+        stored, or None where another writer changed (or deleted) it first."""
+
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, in batches; ModifiedConcurrently
         when one of them changed (or went) since it was read, and its batch was not written

@@ -161,6 +161,12 @@ class TableStore:
     ) -> StoredJob | None:
         return self._executor.settle_job(stored, document, history)
 
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        return self._executor.overdue_claims(before, at_most)
+
+    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
+        return self._executor.settle_jobs(writes)
+
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         self._executor.replace_jobs(jobs)
 

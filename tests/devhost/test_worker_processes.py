@@ -20,9 +20,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
 from devhost import azurite
 from devhost.processes import worker_process_count
+from shared.domain.attempts import Delivery
+from shared.domain.ids import CollectionId, JobId
+from shared.execution import messages
+from shared.execution.messages import Deliveries
+from shared.services import EXECUTIONS_QUEUE
+from shared.storage.table_store import TableStore
 from tests.conftest import API_VERSION, launch_host
 from tests.targets import Target
 
@@ -177,3 +184,50 @@ def test_no_worker_outlives_a_host_that_was_killed(two_workers: Host) -> None:
     two_workers.process.wait(timeout=WAIT_S)
     assert wait_until_gone(workers) == []
     assert "the local host's parent process is gone: stopping" in two_workers.log.read_text()
+
+
+@pytest.mark.services
+def test_the_same_attempts_handed_to_two_worker_processes_call_each_target_once(
+    two_workers: Host, own_storage: str
+) -> None:
+    """Each attempt's message is sent twice more, so that both processes hold the same attempts
+    at the same moment, over several rounds: every job is called once, and recorded once."""
+    host, target = two_workers, Target()
+    assert len(host.workers()) == 2
+    collection = CollectionId("sub", "rg", f"jc-{uuid.uuid4().hex[:8]}")
+    base = f"{host.base_url}/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/{collection.name}"
+    params, headers = {"api-version": API_VERSION}, {"x-functions-key": host.key}
+    created = httpx.put(base, params=params, headers=headers, timeout=WAIT_S,
+                        json={"location": "West Europe", "properties": {"sku": {"name": "P20Premium"}}})  # fmt: skip
+    assert created.status_code in (200, 201), created.text
+    store = TableStore.from_connection_string(own_storage)
+    queue = QueueClient.from_connection_string(own_storage, EXECUTIONS_QUEUE, message_encode_policy=TextBase64EncodePolicy())
+    target.answer("/twice")
+    rounds = {round_: [f"job-{round_}-{n}" for n in range(20)] for round_ in range(4)}
+    names = [name for batch in rounds.values() for name in batch]
+    first = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=15)
+    with httpx.Client(params=params, headers=headers, timeout=WAIT_S) as api:
+        for round_, batch in rounds.items():
+            for name in batch:
+                start = first + timedelta(seconds=2 * round_)
+                body = {"properties": {"startTime": start.isoformat(), "action": {
+                    "type": "Http", "request": {"uri": target.url("/twice"), "method": "POST", "body": name}}}}  # fmt: skip
+                assert api.put(f"{base}/jobs/{name}", json=body).status_code in (200, 201)
+    assert datetime.now(UTC) < first - timedelta(seconds=2), "saving took too long for the test to hold"
+    for round_, batch in rounds.items():
+        deliveries = []
+        for name in batch:
+            stored = store.job(JobId(collection, name))
+            assert stored is not None
+            deliveries.append(Delivery(stored.id, stored.document.defined_at, stored.document.pending[0], datetime.now(UTC)))
+        due = first + timedelta(seconds=2 * round_)
+        for _ in range(2):  # two more copies of what the API sent: three deliveries of each attempt
+            messages.send(queue, Deliveries(tuple(deliveries)), visible_in=due - datetime.now(UTC) - timedelta(seconds=1))
+    target.wait_for("/twice", count=len(names), timeout=40)
+    time.sleep(2)  # a second call of any of them would have come by now
+    bodies = Counter(call.body.decode() for call in target.received("/twice"))
+    assert {name: bodies[name] for name in names} == dict.fromkeys(names, 1)
+    for name in names:
+        history = httpx.get(f"{base}/jobs/{name}/history", params=params, headers=headers, timeout=WAIT_S).json()["value"]
+        assert [entry["properties"]["status"] for entry in history] == ["Completed"], name
+    target.close()

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from shared.domain.attempts import Attempt, Delivery, Pending
+from shared.domain import decisions
+from shared.domain.attempts import Attempt, Claim, Delivery, Pending
 from shared.domain.collection import SkuName
 from shared.domain.decisions import NotYet, Outcome, Park, Resend, Run, Skip, plan, resumed, settle
 from shared.domain.ids import CollectionId, JobId
@@ -139,7 +140,9 @@ def test_a_message_sent_just_before_its_write_waits_for_it() -> None:
 
 @pytest.mark.parametrize(("job_state", "collection_state"), [("disabled", None), ("enabled", "Disabled"),
                                                              ("enabled", "Suspended")])  # fmt: skip
-def test_a_job_that_is_off_is_parked_and_forgets_the_attempt(job_state: str, collection_state: str | None) -> None:
+def test_a_job_that_is_off_is_parked_and_forgets_the_attempt(
+    job_state: str, collection_state: str | None
+) -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
     doc = replace(doc, definition=doc.definition | {"state": job_state})
@@ -162,7 +165,9 @@ def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> Non
     doc = document(**every_minute())
     now = T0 + timedelta(seconds=7)
     run_now = Pending(Attempt(now, run_now=True), now)
-    doc = replace(doc, definition=doc.definition | {"state": "disabled"}, pending=(*doc.pending, run_now))
+    doc = replace(
+        doc, definition=doc.definition | {"state": "disabled"}, pending=(*doc.pending, run_now)
+    )
     decided = decide(doc, Delivery(JOB, doc.defined_at, run_now), now)
     assert isinstance(decided, Run)
     settled = settle(doc, decided, outcome(True, now), now)
@@ -175,9 +180,16 @@ def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> Non
 
 
 def retrying(count: int, error_action: bool = True) -> JobDocument:
-    action = HTTP | {"retryPolicy": {"retryType": "fixed", "retryInterval": "PT20S", "retryCount": count}}
+    action = HTTP | {
+        "retryPolicy": {"retryType": "fixed", "retryInterval": "PT20S", "retryCount": count}
+    }
     if error_action:
-        action |= {"errorAction": {"type": "Http", "request": {"uri": "https://example.org/err", "method": "POST"}}}
+        action |= {
+            "errorAction": {
+                "type": "Http",
+                "request": {"uri": "https://example.org/err", "method": "POST"},
+            }
+        }
     return document(action=action, **every_minute())
 
 
@@ -202,13 +214,17 @@ def test_failed_attempts_are_retried_per_policy_then_the_error_action_runs() -> 
     settled = run_once(doc, now)  # the error action succeeds
     [entry] = [entry for _, entry in settled.history]
     assert entry["actionName"] == "ErrorAction"
-    assert [follow_up.attempt for follow_up in settled.follow_ups] == [Attempt(T0 + timedelta(minutes=1))]
+    assert [follow_up.attempt for follow_up in settled.follow_ups] == [
+        Attempt(T0 + timedelta(minutes=1))
+    ]
     assert settled.document.status.execution_count == 3  # the error action is not an execution
 
 
 @pytest.mark.parametrize(("sku", "interval"), [(SkuName.STANDARD, timedelta(seconds=30)),
                                                (SkuName.FREE, timedelta(hours=1))])  # fmt: skip
-def test_without_a_retry_policy_the_defaults_still_retry_four_times(sku: SkuName, interval: timedelta) -> None:
+def test_without_a_retry_policy_the_defaults_still_retry_four_times(
+    sku: SkuName, interval: timedelta
+) -> None:
     body = JobBody.model_validate({"properties": {"action": HTTP} | every_minute()})
     doc = JobDocument.defined(stored_definition(body.properties), T0, sku=sku)
     assert "retryPolicy" not in doc.definition["action"]  # not echoed: the client sent none
@@ -299,3 +315,55 @@ def test_deliveries_due_in_one_second_travel_in_one_message() -> None:
 def test_a_malformed_group_is_refused(message: dict[str, Any]) -> None:
     with pytest.raises(MalformedMessage):
         from_wire(json.dumps(message))
+
+
+# --- claims: a try's target is called once ------------------------------------------------
+
+
+def test_a_try_claimed_by_another_delivery_is_held_until_its_claim_runs_out() -> None:
+    doc = document(**every_minute())
+    delivered = delivery_of(doc)
+    claim = Claim("holder-a", T0 + timedelta(seconds=80))
+    held = decisions.claimed(doc, delivered.pending.attempt, claim)
+    assert [entry.claim for entry in held.pending] == [claim]
+    assert decide(held, delivered, T0 + timedelta(seconds=30), redelivered=True) == decisions.Held(
+        claim.until
+    )
+    assert decide(held, delivered, T0 + timedelta(seconds=79, microseconds=999_999)) == decisions.Held(
+        claim.until
+    )
+
+
+def test_a_claim_past_its_deadline_is_taken_over_while_its_try_is_unrecorded() -> None:
+    doc = document(**every_minute())
+    delivered = delivery_of(doc)
+    held = decisions.claimed(doc, delivered.pending.attempt, Claim("died", T0 + timedelta(seconds=80)))
+    taken_over = decide(held, delivered, T0 + timedelta(seconds=80), redelivered=True)
+    assert isinstance(taken_over, Run) and taken_over.delivered == delivered.pending.attempt
+    # Recorded by its holder before the deadline: the try is gone, nothing is called again.
+    recorded = settle(held, decide(doc, delivered, T0), outcome(True, T0), T0).document
+    assert isinstance(
+        decide(recorded, delivered, T0 + timedelta(seconds=90)), Skip
+    )
+
+
+def test_a_claim_is_kept_in_the_document_and_dropped_with_its_try() -> None:
+    doc = document(**every_minute())
+    delivered = delivery_of(doc)
+    held = decisions.claimed(doc, delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80)))
+    assert JobDocument.from_wire(json.loads(json.dumps(held.to_wire()))).pending == held.pending
+    settled = settle(held, decide(doc, delivered, T0), outcome(True, T0), T0).document
+    assert all(entry.claim is None for entry in settled.pending)
+
+
+def test_under_allow_a_begun_occurrence_claimed_by_another_is_held() -> None:
+    doc = document(**every_minute(), overlapPolicy="Allow")
+    delivered = delivery_of(doc)
+    begun = decide(doc, delivered, T0)
+    assert isinstance(begun, decisions.Begin) and begun.run is not None
+    held = decisions.claimed(
+        begun.settlement.document, delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80))
+    )
+    assert decide(held, delivered, T0 + timedelta(seconds=40), redelivered=True) == decisions.Held(
+        T0 + timedelta(seconds=80)
+    )

@@ -79,6 +79,22 @@ def test_the_count_stays_exact_through_concurrent_creates_and_deletes(store: Sto
     assert store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection == WRITERS * 4
 
 
+def test_documents_written_together_each_lose_only_their_own_race(store: Store) -> None:
+    collection = CollectionId("store-tests", "rg", f"batch-{uuid.uuid4().hex[:6]}")
+    jobs = [JobId(collection, f"job-{n}") for n in range(5)]
+    for job in jobs:
+        create(store, job)
+    read = [store.existing_job(job) for job in jobs]
+    store.settle_job(read[3], replace(DOCUMENT, occurrences=7), [])  # another writer, first
+    changed = replace(DOCUMENT, occurrences=1)
+    written = store.settle_jobs([(stored, changed) for stored in read])
+    assert [stored is None for stored in written] == [False, False, False, True, False]
+    for stored in written:
+        if stored is not None:  # its etag is the one now stored: a next write needs no read
+            assert stored == store.existing_job(stored.id)
+    assert store.existing_job(jobs[3]).document.occurrences == 7
+
+
 def test_settling_a_job_returns_the_version_it_wrote_which_the_next_settle_is_checked_against(
     store: Store,
 ) -> None:
