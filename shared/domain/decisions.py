@@ -8,12 +8,12 @@ gone and does nothing, and a job's scheduled occurrences run one at a time, in o
 its overlapPolicy is Allow: then each occurrence is recorded as begun (`Begin`), its successor
 scheduled, before its action runs (docs/behaviour.md#overlapping-occurrences).
 
-Before a try calls its target, its delivery claims it (`claimed`): the pending entry records the
-delivery as its holder until the try's timeout and a margin have passed, in a write checked
-against the document the plan was made on. A second delivery that finds a live claim does not
-call (`Held`): it looks again once the claim has run out, and takes the try over if it is still
-pending then (its holder died before recording it). So a target is called twice for one try only
-when its holder dies after the call left and before the outcome was written.
+Before a try calls its target, its delivery claims it (`JobDocument.claimed`): the pending
+entry records the delivery as its holder until the try's timeout and a margin have passed, in a
+write checked against the document the plan was made on. A second delivery that finds a live
+claim does not call (`Held`): it looks again once the claim has run out, and takes the try over
+if it is still pending then (its holder died before recording it). So a target is called twice
+for one try only when its holder dies after the call left and before the outcome was written.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from shared.domain import history
-from shared.domain.attempts import Attempt, Claim, Delivery, Pending, execution_id
+from shared.domain.attempts import Attempt, Delivery, Pending, execution_id
 from shared.domain.collection import CollectionState
 from shared.domain.ids import JobId
 from shared.domain.job_definition import (
@@ -176,18 +176,6 @@ def plan(
     if document.overlap is OverlapPolicy.WAIT and sent is not None and sent > attempt.expected:
         return replace(coalesced, previous_until=sent)
     return coalesced
-
-
-def claimed(document: JobDocument, delivered: Attempt, claim: Claim) -> JobDocument:
-    """`document` with the delivered try claimed: written, etag-checked, before its target is
-    called (with the write of a `Begin`, where there is one, so that it costs no request)."""
-    return replace(
-        document,
-        pending=tuple(
-            replace(entry, claim=claim) if entry.attempt == delivered else entry
-            for entry in document.pending
-        ),
-    )
 
 
 def abandoned(document: JobDocument, delivery: Delivery) -> Run:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.domain.attempts import Attempt, Pending
+from shared.domain.attempts import Attempt, Claim, Pending
 from shared.domain.certificates import read_pfx
 from shared.domain.collection import SkuName
 from shared.domain.history import KEPT_FOR
@@ -243,6 +243,16 @@ class JobDocument:
         following = min(scheduled) if scheduled and self.enabled else None
         status = replace(self.status, next_execution_time=following)
         return replace(self, status=status, pending=pending)
+
+    def claimed(self, delivered: Attempt, claim: Claim) -> JobDocument:
+        """The document with the delivered try claimed: written, etag-checked, before its target
+        is called (with the write of a `Begin`, where there is one, so that it costs no request).
+        """
+        pending = tuple(
+            replace(entry, claim=claim) if entry.attempt == delivered else entry
+            for entry in self.pending
+        )
+        return replace(self, pending=pending)
 
     def expired(self, now: datetime) -> bool:
         """Whether it ended (Completed or Faulted) longer ago than history is kept."""

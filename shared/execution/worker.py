@@ -40,7 +40,6 @@ from shared.domain.decisions import (
     Run,
     Skip,
     abandoned,
-    claimed,
     plan,
     settle,
     still_pending,
@@ -205,7 +204,7 @@ class ExecutionWorker:
                 begun = decided.settlement
                 document = begun.document
                 if decided.run is not None:
-                    document = claimed(document, delivery.pending.attempt, claim)
+                    document = document.claimed(delivery.pending.attempt, claim)
                 written = self._store.settle_job(stored, document, begun.history)
                 if written is None:
                     continue
@@ -217,7 +216,7 @@ class ExecutionWorker:
                 break
             # Claimed before the call: a delivery racing this one loses the write, reads again,
             # and finds the claim (or the outcome). Its etag serves the outcome's write.
-            written = self._claims.write(stored, claimed(stored.document, decided.delivered, claim))
+            written = self._claims.write(stored, stored.document.claimed(decided.delivered, claim))
             if written is None:
                 continue
             stored = written

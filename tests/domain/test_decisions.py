@@ -324,7 +324,7 @@ def test_a_try_claimed_by_another_delivery_is_held_until_its_claim_runs_out() ->
     doc = document(**every_minute())
     delivered = delivery_of(doc)
     claim = Claim("holder-a", T0 + timedelta(seconds=80))
-    held = decisions.claimed(doc, delivered.pending.attempt, claim)
+    held = doc.claimed(delivered.pending.attempt, claim)
     assert [entry.claim for entry in held.pending] == [claim]
     assert decide(held, delivered, T0 + timedelta(seconds=30), redelivered=True) == decisions.Held(
         claim.until
@@ -337,7 +337,7 @@ def test_a_try_claimed_by_another_delivery_is_held_until_its_claim_runs_out() ->
 def test_a_claim_past_its_deadline_is_taken_over_while_its_try_is_unrecorded() -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
-    held = decisions.claimed(doc, delivered.pending.attempt, Claim("died", T0 + timedelta(seconds=80)))
+    held = doc.claimed(delivered.pending.attempt, Claim("died", T0 + timedelta(seconds=80)))
     taken_over = decide(held, delivered, T0 + timedelta(seconds=80), redelivered=True)
     assert isinstance(taken_over, Run) and taken_over.delivered == delivered.pending.attempt
     # Recorded by its holder before the deadline: the try is gone, nothing is called again.
@@ -350,7 +350,7 @@ def test_a_claim_past_its_deadline_is_taken_over_while_its_try_is_unrecorded() -
 def test_a_claim_is_kept_in_the_document_and_dropped_with_its_try() -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
-    held = decisions.claimed(doc, delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80)))
+    held = doc.claimed(delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80)))
     assert JobDocument.from_wire(json.loads(json.dumps(held.to_wire()))).pending == held.pending
     settled = settle(held, decide(doc, delivered, T0), outcome(True, T0), T0).document
     assert all(entry.claim is None for entry in settled.pending)
@@ -361,8 +361,8 @@ def test_under_allow_a_begun_occurrence_claimed_by_another_is_held() -> None:
     delivered = delivery_of(doc)
     begun = decide(doc, delivered, T0)
     assert isinstance(begun, decisions.Begin) and begun.run is not None
-    held = decisions.claimed(
-        begun.settlement.document, delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80))
+    held = begun.settlement.document.claimed(
+        delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80))
     )
     assert decide(held, delivered, T0 + timedelta(seconds=40), redelivered=True) == decisions.Held(
         T0 + timedelta(seconds=80)
