@@ -29,12 +29,11 @@ import httpcore
 import httpx
 
 from shared.actions.special_addresses import Address, Network, not_public_kind
-from shared.domain.redaction import is_secret_header
+from shared.domain.redaction import is_secret_header, origin
 from shared.transport import CALLS_AT_ONCE
 
 ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 # Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
 # local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -198,18 +197,14 @@ class _ActionClient(httpx.Client):
         self, request: httpx.Request, url: httpx.URL, method: str
     ) -> httpx.Headers:
         headers = super()._redirect_headers(request, url, method)
-        if _origin(url) != _origin(request.url) and not _https_upgrade(request.url, url):
+        if origin(str(url)) != origin(str(request.url)) and not _https_upgrade(request.url, url):
             for name in [name for name in headers if is_secret_header(name)]:
                 del headers[name]
         return headers
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
-
-
 def _https_upgrade(before: httpx.URL, after: httpx.URL) -> bool:
-    return _origin(before) == ("http", after.host, 80) and _origin(after) == (
+    return origin(str(before)) == ("http", after.host, 80) and origin(str(after)) == (
         "https",
         after.host,
         443,

@@ -244,7 +244,16 @@ def same_endpoint(one: str, other: str) -> bool:
     return (_origin(first), first.path or "/") == (_origin(second), second.path or "/")
 
 
-def _origin(parts: SplitResult) -> tuple[str, str | None, int | None]:
+Origin = tuple[str, str | None, int | None]
+
+
+def origin(uri: str) -> Origin | None:
+    """Scheme, host and port (the default port spelled out) of a URI; None if it has none."""
+    parts = _parts(uri)
+    return None if parts is None else _origin(parts)
+
+
+def _origin(parts: SplitResult) -> Origin:
     scheme = parts.scheme.lower()
     return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
 
