@@ -11,7 +11,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
 from azure.core import MatchConditions
-from azure.data.tables import TableClient, TableEntity, UpdateMode
+from azure.data.tables import UpdateMode
+
+from shared.storage.table_http import Row, TableLike
 
 LARGEST_BATCH = 100
 LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once
@@ -19,7 +21,7 @@ LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once
 RACES_LOST = {412, 404}
 
 
-def submit_batches(table: TableClient, operations: Iterable[tuple[Any, ...]]) -> None:
+def submit_batches(table: TableLike, operations: Iterable[tuple[Any, ...]]) -> None:
     """Run operations on one partition, in batches of at most 100 (Azure's limit)."""
     batch: list[Any] = []
     for operation in operations:
@@ -55,7 +57,7 @@ def update_if_unchanged(etag: str, mode: UpdateMode = UpdateMode.REPLACE) -> Con
     return {"etag": etag, "match_condition": MatchConditions.IfNotModified, "mode": mode}
 
 
-def row_keys(table: TableClient, partition: str) -> Iterator[TableEntity]:
+def row_keys(table: TableLike, partition: str) -> Iterator[Row]:
     """The row keys of one partition, and nothing else of its rows."""
     return iter(
         table.query_entities("PartitionKey eq @pk", parameters={"pk": partition}, select=["RowKey"])

@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import TableClient
 
 from shared.domain.ids import CloudServiceId
 from shared.storage.documents import DocumentTable, Preconditions, StoredCloudService
 from shared.storage.keys import table_key
+from shared.storage.table_http import TableLike
 
 CLOUD_SERVICES_TABLE = "cloudservices"
 OPERATIONS_TABLE = "operations"
@@ -23,7 +23,7 @@ OPERATIONS_TABLE = "operations"
 class ClassicRecords:
     """The cloud services table and the operations table."""
 
-    def __init__(self, cloud_services: TableClient, operations: TableClient) -> None:
+    def __init__(self, cloud_services: TableLike, operations: TableLike) -> None:
         self._cloud_services = DocumentTable(
             cloud_services, cloud_service_id_of, dict, dict, "cloud service"
         )

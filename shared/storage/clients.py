@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from azure.core.credentials import TokenCredential
+import requests
+from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.data.tables import TableServiceClient
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.storage.queue import QueueClient
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
+from shared.storage.storage_http import BearerTokens, SharedKeyLite, StorageEndpoint
+from shared.storage.table_http import TableHttp
 from shared.transport import with_pooled_transport
 
 
@@ -25,21 +28,59 @@ def storage_credential(identity: StorageIdentity) -> TokenCredential:
     return DefaultAzureCredential(managed_identity_client_id=identity.client_id)
 
 
+class TableAccount:
+    """The app's tables: each spoken to over plain HTTP (`TableHttp`), and created, once, by
+    the SDK's service client. The same two calls as the SDK's TableServiceClient, so that the
+    store runs on either (tests hand it the SDK's, to count or fail its requests)."""
+
+    def __init__(self, service: TableServiceClient, endpoint: StorageEndpoint) -> None:
+        self._service, self._endpoint = service, endpoint
+        self.url = endpoint.url
+
+    def get_table_client(self, table_name: str) -> TableHttp:
+        return TableHttp(self._endpoint, table_name)
+
+    def create_table(self, table_name: str) -> Any:
+        return self._service.create_table(table_name)
+
+
 def table_service(
     settings: Settings, credential: TokenCredential | None = None, **options: Any
-) -> TableServiceClient:
+) -> TableAccount:
+    """`options`: the SDK client's (for creating tables); of them, `raw_request_hook` (called
+    on every try of every request) and `connection_verify` (a CA bundle) serve every request."""
     identity = settings.storage_identity
     if identity is None:
-        connection = _connection(settings)
-        endpoint = TableServiceClient.from_connection_string(connection).url
-        return TableServiceClient.from_connection_string(
-            connection, **with_pooled_transport(endpoint, options)
-        )
-    return TableServiceClient(
-        identity.table_service_uri,
-        credential=credential or storage_credential(identity),
-        **with_pooled_transport(identity.table_service_uri, options),
+        return tables_from_connection_string(_connection(settings), **options)
+    endpoint = identity.table_service_uri
+    credential = credential or storage_credential(identity)
+    service = TableServiceClient(
+        endpoint, credential=credential, **with_pooled_transport(endpoint, options)
     )
+    return _account(service, BearerTokens(credential), options)
+
+
+def tables_from_connection_string(connection: str, **options: Any) -> TableAccount:
+    endpoint = TableServiceClient.from_connection_string(connection).url
+    service = TableServiceClient.from_connection_string(
+        connection, **with_pooled_transport(endpoint, options)
+    )
+    key = service.credential
+    if not isinstance(key, AzureNamedKeyCredential):
+        raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
+    return _account(service, SharedKeyLite(key.named_key.name, key.named_key.key), options)
+
+
+def _account(
+    service: TableServiceClient, signer: SharedKeyLite | BearerTokens, options: dict[str, Any]
+) -> TableAccount:
+    http = StorageEndpoint(
+        service.url,
+        signer,
+        on_request=options.get("raw_request_hook"),
+        verify=options.get("connection_verify", _environment_verify(service.url)),
+    )
+    return TableAccount(service, http)
 
 
 def queue_client(
@@ -61,6 +102,13 @@ def queue_from_connection_string(connection: str, queue: str, **options: Any) ->
     return QueueClient.from_connection_string(
         connection, queue, **with_pooled_transport(endpoint, options)
     )
+
+
+def _environment_verify(endpoint: str) -> str | bool:
+    """The CA bundle requests would take from the environment (REQUESTS_CA_BUNDLE, ...)."""
+    with requests.Session() as probe:
+        found = probe.merge_environment_settings(endpoint, {}, None, None, None)["verify"]
+    return found if isinstance(found, str) else True
 
 
 def _connection(settings: Settings) -> str:

@@ -20,7 +20,7 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import UpdateMode
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
@@ -29,6 +29,7 @@ from shared.domain.wire import JsonObject
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.counter_rows import Counter
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently
+from shared.storage.table_http import TableLike
 
 # The collections table's column that tells a collection's creations apart (Stored.incarnation).
 INCARNATION = "Incarnation"
@@ -108,7 +109,7 @@ class DocumentTable(Generic[Id, Document]):
 
     def __init__(
         self,
-        table: TableClient,
+        table: TableLike,
         id_of: Callable[[Any], Id],
         encode: Callable[[Document], JsonObject],
         decode: Callable[[JsonObject], Document],

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableServiceClient, UpdateMode
+from azure.data.tables import UpdateMode
 
 from shared.domain.attempts import Delivery
 from shared.domain.wire import EPOCH, iso, parse_iso, ticks
 from shared.storage.batches import submit_batches
 from shared.storage.keys import job_row, jobs_partition
+from shared.storage.table_http import TableLike, TableServiceLike
 
 DUE_TABLE = "dueattempts"
 BUCKET = timedelta(minutes=5)
@@ -42,11 +43,11 @@ class DueRow:
 
 
 class DueIndex:
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: TableLike) -> None:
         self._table = table
 
     @classmethod
-    def in_service(cls, service: TableServiceClient, table: str = DUE_TABLE) -> DueIndex:
+    def in_service(cls, service: TableServiceLike, table: str = DUE_TABLE) -> DueIndex:
         """The index in `table` of the service, created if it is not there yet."""
         with contextlib.suppress(ResourceExistsError):
             service.create_table(table)

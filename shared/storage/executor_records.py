@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.ids import CollectionId
 from shared.domain.job_document import JobDocument
@@ -21,12 +21,13 @@ from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
 from shared.storage.jobs import claim_column, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
+from shared.storage.table_http import TableLike
 
 
 class ExecutorRecords:
     """The executor's gate and settlement, in the jobs table."""
 
-    def __init__(self, table: TableClient, history: History) -> None:
+    def __init__(self, table: TableLike, history: History) -> None:
         self._table, self._history = table, history
 
     def collection_state(self, collection: CollectionId) -> str | None:

@@ -10,20 +10,19 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from azure.data.tables import TableClient
-
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HistoryStatus
 from shared.domain.wire import JsonObject
 from shared.storage.batches import LARGEST_QUERY_PAGE, submit_batches
 from shared.storage.documents import HistoryEntry, PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
+from shared.storage.table_http import TableLike
 
 
 class History:
     """Every job's history, in the jobs table."""
 
-    def __init__(self, table: TableClient) -> None:
+    def __init__(self, table: TableLike) -> None:
         self._table = table
 
     def add(self, job: JobId, entries: list[HistoryEntry]) -> None:

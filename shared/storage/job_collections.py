@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from azure.data.tables import TableClient, TableTransactionError
+from azure.data.tables import TableTransactionError
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
@@ -25,6 +25,7 @@ from shared.storage.keys import (
     jobs_partition,
     table_key,
 )
+from shared.storage.table_http import TableLike
 
 COLLECTIONS_TABLE = "jobcollections"
 
@@ -32,9 +33,7 @@ COLLECTIONS_TABLE = "jobcollections"
 class Collections:
     """The collections table, and the jobs partitions (in `jobs_table`) its collections own."""
 
-    def __init__(
-        self, table: TableClient, jobs_table: TableClient, counter_rows: CounterRows
-    ) -> None:
+    def __init__(self, table: TableLike, jobs_table: TableLike, counter_rows: CounterRows) -> None:
         self._collections = DocumentTable(
             table, collection_id_of, CollectionDocument.to_wire, CollectionDocument.from_wire,
             "job collection",

@@ -19,7 +19,7 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.batches import unchanged_since, update_if_unchanged
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
@@ -36,6 +36,7 @@ from shared.storage.counter_rows import (
 )
 from shared.storage.errors import ModifiedConcurrently, QuotaExceeded, StorageError
 from shared.storage.keys import AFTER_COUNTERS, COUNTER_PREFIX, HISTORY_MARK
+from shared.storage.table_http import TableLike
 
 # A new job is counted first and inserted second (two single-entity writes: a batch costs three
 # times the CPU of either, the multipart body). A crash in between leaves the count one too high,
@@ -53,7 +54,7 @@ GIVE_BACK_WITHIN_S = COUNTERS_QUIET_FOR.total_seconds() - 60
 class JobCounting:
     """The counter writes of every collection's jobs partition, in the jobs table."""
 
-    def __init__(self, table: TableClient, *, spares_kept_for_s: float = SPARES_KEPT_FOR_S) -> None:
+    def __init__(self, table: TableLike, *, spares_kept_for_s: float = SPARES_KEPT_FOR_S) -> None:
         self._table = table
         self.rows = CounterRows()
         self._spares_kept_for_s = spares_kept_for_s

@@ -16,7 +16,7 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
@@ -43,6 +43,7 @@ from shared.storage.history import History
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
 from shared.storage.keys import AFTER_COUNTERS, HISTORY_MARK, job_row, jobs_partition
+from shared.storage.table_http import TableLike
 
 JOBS_TABLE = "jobs"
 _RUN_NOWS = "RunNowsInFlight"
@@ -53,7 +54,7 @@ class Jobs:
 
     def __init__(
         self,
-        table: TableClient,
+        table: TableLike,
         counting: JobCounting,
         history: History,
         collections: Collections,

@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
-from azure.data.tables import TableServiceClient
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.classic_records import CLOUD_SERVICES_TABLE, OPERATIONS_TABLE, ClassicRecords
+from shared.storage.clients import tables_from_connection_string
 from shared.storage.counter_rows import SPARES_KEPT_FOR_S
 from shared.storage.documents import (
     HistoryEntry,
@@ -37,6 +37,7 @@ from shared.storage.history import History
 from shared.storage.job_collections import COLLECTIONS_TABLE, Collections
 from shared.storage.job_counting import JobCounting
 from shared.storage.jobs import JOBS_TABLE, Jobs
+from shared.storage.table_http import TableServiceLike
 
 TABLES = (COLLECTIONS_TABLE, JOBS_TABLE, CLOUD_SERVICES_TABLE, OPERATIONS_TABLE)
 
@@ -46,7 +47,7 @@ class TableStore:
     call promises)."""
 
     def __init__(
-        self, service: TableServiceClient, *, spares_kept_for_s: float = SPARES_KEPT_FOR_S
+        self, service: TableServiceLike, *, spares_kept_for_s: float = SPARES_KEPT_FOR_S
     ) -> None:
         self._service = service
         jobs_table = service.get_table_client(JOBS_TABLE)
@@ -64,7 +65,7 @@ class TableStore:
 
     @classmethod
     def from_connection_string(cls, connection_string: str, **options: Any) -> TableStore:
-        return cls(TableServiceClient.from_connection_string(connection_string), **options)
+        return cls(tables_from_connection_string(connection_string), **options)
 
     def create_tables(self) -> None:
         for name in TABLES:

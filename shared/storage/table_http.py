@@ -1,0 +1,375 @@
+"""A table of Table Storage, spoken to over plain HTTP (`storage_http` says why): the calls of
+the SDK's `TableClient` this app makes, with the same arguments, answers and errors, so that
+the storage modules run on either (`TableLike`).
+
+Entities go as JSON with minimal metadata. A property's type travels beside it where JSON alone
+cannot say it, as the SDK writes it: an int past 32 bits as Edm.Int64, a datetime as
+Edm.DateTime, bytes as Edm.Binary, a float as Edm.Double; read back as int, aware datetime,
+bytes and float. Each entity read carries `metadata` (`etag`, `timestamp`), as the SDK's do.
+
+A batch is one multipart request holding one changeset (the Table service's transaction): its
+parts are written here as text, and the answer's parts read back in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
+
+from azure.core import MatchConditions
+from azure.core.exceptions import HttpResponseError
+from azure.data.tables import TableTransactionError, UpdateMode
+
+from shared.storage.storage_http import (
+    Answer,
+    StorageEndpoint,
+    error_message,
+    raise_for,
+    with_status,
+)
+
+JSON_MINIMAL = "application/json;odata=minimalmetadata"
+_INT32 = range(-(2**31), 2**31)
+
+
+class TableLike(Protocol):
+    """What the storage modules call on a table: the SDK's TableClient, or TableHttp."""
+
+    def get_entity(self, partition_key: str, row_key: str, **options: Any) -> Any: ...
+    def create_entity(self, entity: Mapping[str, Any], **options: Any) -> Any: ...
+    def update_entity(self, entity: Mapping[str, Any], mode: Any = ..., **options: Any) -> Any: ...
+    def upsert_entity(self, entity: Mapping[str, Any], mode: Any = ..., **options: Any) -> Any: ...
+    def delete_entity(self, *args: Any, **options: Any) -> None: ...
+    def submit_transaction(self, operations: Any, **options: Any) -> Any: ...
+    def query_entities(self, query_filter: str, **options: Any) -> Any: ...
+    def list_entities(self, **options: Any) -> Any: ...
+
+
+class TableServiceLike(Protocol):
+    """The account's side: the SDK's TableServiceClient, or clients.TableAccount."""
+
+    def get_table_client(self, table_name: str) -> Any: ...
+    def create_table(self, table_name: str) -> Any: ...
+
+
+class Row(dict[str, Any]):
+    """An entity as read: its properties, and `metadata` (etag, timestamp) beside them."""
+
+    metadata: dict[str, Any]
+
+    def __init__(self, properties: Mapping[str, Any], metadata: dict[str, Any]) -> None:
+        super().__init__(properties)
+        self.metadata = metadata
+
+
+class TableHttp:
+    def __init__(self, endpoint: StorageEndpoint, table: str) -> None:
+        self._endpoint, self.table_name = endpoint, table
+
+    # --- reads -------------------------------------------------------------------------
+
+    def get_entity(
+        self, partition_key: str, row_key: str, *, select: list[str] | None = None
+    ) -> Row:
+        query = urlencode({"$select": ",".join(select)}, safe=",$") if select else ""
+        answer = self._send("GET", self._entity_path(partition_key, row_key), query=query)
+        raise_for(answer)
+        return _row(json.loads(answer.body))
+
+    def query_entities(
+        self,
+        query_filter: str,
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        select: list[str] | None = None,
+        results_per_page: int | None = None,
+    ) -> Iterator[Row]:
+        """The entities that match, fetched a page at a time as they are read."""
+        return self._pages(_substituted(query_filter, parameters), select, results_per_page)
+
+    def list_entities(
+        self, *, select: list[str] | None = None, results_per_page: int | None = None
+    ) -> Iterator[Row]:
+        return self._pages(None, select, results_per_page)
+
+    def _pages(
+        self, query_filter: str | None, select: list[str] | None, per_page: int | None
+    ) -> Iterator[Row]:
+        asked: dict[str, str] = {}
+        if query_filter:
+            asked["$filter"] = query_filter
+        if select:
+            asked["$select"] = ",".join(select)
+        if per_page:
+            asked["$top"] = str(per_page)
+        path = self._endpoint.path(f"{quote(self.table_name)}()")
+        following: dict[str, str] = {}
+        while True:
+            query = urlencode({**asked, **following}, quote_via=quote, safe=",$")
+            answer = self._send("GET", path, query=query)
+            raise_for(answer)
+            for properties in json.loads(answer.body)["value"]:
+                yield _row(properties)
+            following = {
+                name: answer.headers[header]
+                for name, header in (
+                    ("NextPartitionKey", "x-ms-continuation-NextPartitionKey"),
+                    ("NextRowKey", "x-ms-continuation-NextRowKey"),
+                )
+                if header in answer.headers
+            }
+            if not following:
+                return
+
+    # --- writes ------------------------------------------------------------------------
+
+    def create_entity(self, entity: Mapping[str, Any]) -> dict[str, Any]:
+        path = self._endpoint.path(quote(self.table_name))
+        answer = self._send(
+            "POST", path, headers=_write_headers(), body=json.dumps(_properties(entity)).encode()
+        )
+        raise_for(answer)
+        return {"etag": str(answer.headers.get("ETag"))}
+
+    def update_entity(
+        self,
+        entity: Mapping[str, Any],
+        mode: UpdateMode = UpdateMode.MERGE,
+        *,
+        etag: str | None = None,
+        match_condition: MatchConditions | None = None,
+    ) -> dict[str, Any]:
+        return self._put(entity, mode, _if_match(etag, match_condition))
+
+    def upsert_entity(
+        self, entity: Mapping[str, Any], mode: UpdateMode = UpdateMode.MERGE
+    ) -> dict[str, Any]:
+        return self._put(entity, mode, None)
+
+    def _put(
+        self, entity: Mapping[str, Any], mode: UpdateMode, if_match: str | None
+    ) -> dict[str, Any]:
+        headers = _write_headers()
+        if if_match is not None:
+            headers["If-Match"] = if_match
+        answer = self._send(
+            "PUT" if mode == UpdateMode.REPLACE else "PATCH",
+            self._entity_path(entity["PartitionKey"], entity["RowKey"]),
+            headers=headers,
+            body=json.dumps(_properties(entity)).encode(),
+        )
+        raise_for(answer)
+        return {"etag": str(answer.headers.get("ETag"))}
+
+    def delete_entity(
+        self,
+        partition_key: str | Mapping[str, Any],
+        row_key: str | None = None,
+        *,
+        etag: str | None = None,
+        match_condition: MatchConditions | None = None,
+    ) -> None:
+        """Delete; nothing happens if the entity is not there (as with the SDK)."""
+        if isinstance(partition_key, str):
+            assert row_key is not None
+            path = self._entity_path(partition_key, row_key)
+        else:  # an entity, as the SDK also takes
+            path = self._entity_path(partition_key["PartitionKey"], partition_key["RowKey"])
+        headers = {"If-Match": _if_match(etag, match_condition)}
+        answer = self._send("DELETE", path, headers=headers)
+        if answer.status != 404:
+            raise_for(answer)
+
+    def submit_transaction(self, operations: Any) -> list[dict[str, Any]]:
+        """Run operations on one partition as one transaction: each one's metadata (etag), or
+        TableTransactionError (`status_code`, and `index`, the operation that failed)."""
+        operations = list(operations)
+        if not operations:
+            return []
+        batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
+        parts = [self._part(operation, changeset) for operation in operations]
+        body = (
+            f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"
+            + "".join(parts)
+            + f"--{changeset}--\r\n\r\n--{batch}--\r\n"
+        ).encode()
+        answer = self._send(
+            "POST",
+            self._endpoint.path("$batch"),
+            headers={
+                "Content-Type": f"multipart/mixed; boundary={batch}",
+                "Accept": "application/json",
+            },
+            body=body,
+        )
+        if answer.status != 202:
+            raise with_status(TableTransactionError(message=error_message(answer)), answer.status)
+        results = _part_answers(answer.body)
+        for status, _, part_body in results:
+            if not 200 <= status < 300:
+                failed = Answer(status, {}, part_body)
+                raise with_status(TableTransactionError(message=_plain(failed)), status)
+        if len(results) != len(operations):
+            raise HttpResponseError(
+                message=f"a batch of {len(operations)} got {len(results)} answers"
+            )
+        return [{"etag": headers.get("etag")} for _, headers, _ in results]
+
+    def _part(self, operation: tuple[Any, ...], changeset: str) -> str:
+        kind, entity = str(getattr(operation[0], "value", operation[0])).lower(), operation[1]
+        options: Mapping[str, Any] = operation[2] if len(operation) > 2 else {}
+        key_path = self._entity_path(entity["PartitionKey"], entity["RowKey"])
+        headers = {"Accept": JSON_MINIMAL, "Prefer": "return-no-content"}
+        body = ""
+        if kind == "create":
+            method, path = "POST", self._endpoint.path(quote(self.table_name))
+        elif kind == "delete":
+            method, path = "DELETE", key_path
+        elif kind in ("update", "upsert"):
+            mode = options.get("mode", UpdateMode.MERGE)
+            method, path = ("PUT" if mode == UpdateMode.REPLACE else "PATCH"), key_path
+        else:
+            raise ValueError(f"unknown batch operation {kind!r}")
+        if kind in ("delete", "update"):  # an upsert carries no condition: it always writes
+            headers["If-Match"] = _if_match(options.get("etag"), options.get("match_condition"))
+        if kind != "delete":
+            headers["Content-Type"] = "application/json"
+            body = json.dumps(_properties(entity))
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return (
+            f"--{changeset}\r\nContent-Type: application/http\r\n"
+            "Content-Transfer-Encoding: binary\r\n\r\n"
+            f"{method} {self._endpoint.absolute(path)} HTTP/1.1\r\n{lines}\r\n{body}\r\n"
+        )
+
+    def _entity_path(self, partition_key: str, row_key: str) -> str:
+        keys = f"PartitionKey='{_key(partition_key)}',RowKey='{_key(row_key)}'"
+        return self._endpoint.path(f"{quote(self.table_name)}({keys})")
+
+    def _send(self, method: str, path: str, **options: Any) -> Answer:
+        headers = {"Accept": JSON_MINIMAL, **options.pop("headers", {})}
+        return self._endpoint.send(method, path, headers=headers, **options)
+
+
+def _key(value: str) -> str:
+    """A key as it goes in a resource path: quoted for OData, then for the URL."""
+    return quote(value.replace("'", "''"), safe="")
+
+
+def _if_match(etag: str | None, condition: MatchConditions | None) -> str:
+    """The If-Match header of a conditional write: the etag, or any version ("*")."""
+    return etag if condition == MatchConditions.IfNotModified and etag else "*"
+
+
+def _write_headers() -> dict[str, str]:
+    return {"Content-Type": "application/json", "Prefer": "return-no-content"}
+
+
+def _properties(entity: Mapping[str, Any]) -> dict[str, Any]:
+    """An entity's properties as JSON, each typed where JSON alone cannot say its type."""
+    out: dict[str, Any] = {}
+    for name, value in entity.items():
+        if value is None:
+            continue
+        if isinstance(value, bool | str):
+            out[name] = value
+        elif isinstance(value, int):
+            if value in _INT32:
+                out[name] = value
+            else:
+                out[name], out[f"{name}@odata.type"] = str(value), "Edm.Int64"
+        elif isinstance(value, float):
+            out[name], out[f"{name}@odata.type"] = value, "Edm.Double"
+        elif isinstance(value, datetime):
+            at = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+            out[name] = at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            out[f"{name}@odata.type"] = "Edm.DateTime"
+        elif isinstance(value, bytes):
+            out[name] = base64.b64encode(value).decode()
+            out[f"{name}@odata.type"] = "Edm.Binary"
+        else:
+            raise TypeError(f"a table property cannot hold {type(value).__name__}")
+    return out
+
+
+def _row(properties: Mapping[str, Any]) -> Row:
+    found: dict[str, Any] = {}
+    for name, value in properties.items():
+        if name.startswith("odata.") or "@odata.type" in name or name == "Timestamp":
+            continue
+        found[name] = _typed(value, properties.get(f"{name}@odata.type"))
+    stamp = properties.get("Timestamp")
+    metadata = {"etag": properties.get("odata.etag"), "timestamp": stamp and _datetime(stamp)}
+    return Row(found, metadata)
+
+
+def _typed(value: Any, kind: str | None) -> Any:
+    if kind == "Edm.Int64":
+        return int(value)
+    if kind == "Edm.DateTime":
+        return _datetime(value)
+    if kind == "Edm.Binary":
+        return base64.b64decode(value)
+    if kind == "Edm.Double":
+        return float(value)
+    return value
+
+
+def _datetime(text: str) -> datetime:
+    # The service writes 7 digits of fraction; Python reads at most 6.
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text.rstrip("Z"))
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _substituted(query_filter: str, parameters: Mapping[str, Any] | None) -> str:
+    """`@name` in a filter replaced by the parameter's OData literal (as the SDK does)."""
+    if not parameters:
+        return query_filter
+
+    def literal(found: re.Match[str]) -> str:
+        value = parameters[found.group(1)]
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, int):
+            return str(value) if value in _INT32 else f"{value}L"
+        if isinstance(value, float):
+            return str(value)
+        if isinstance(value, datetime):
+            return f"datetime'{_properties({'v': value})['v']}'"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    return re.sub(r"(?<![\w'])@(\w+)", literal, query_filter)
+
+
+_STATUS_LINE = re.compile(rb"^HTTP/1\.1 (\d{3})", re.MULTILINE)
+
+
+def _part_answers(body: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """The answers in a batch's response, in order: status, headers (lower-case names), body."""
+    found = []
+    for match in _STATUS_LINE.finditer(body):
+        head_end = body.find(b"\r\n\r\n", match.end())
+        head = body[match.end() : head_end].decode("latin-1")
+        headers = {}
+        for line in head.split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        next_boundary = body.find(b"\r\n--", head_end + 4)
+        found.append((int(match.group(1)), headers, body[head_end + 4 : next_boundary]))
+    return found
+
+
+def _plain(answer: Answer) -> str:
+    """A failed part's message as the SDK gives it: the service's text, which starts with the
+    failed operation's index (`1:The update condition specified in the request was not
+    satisfied.`), so that TableTransactionError reads its `index` from it."""
+    try:
+        return str(json.loads(answer.body)["odata.error"]["message"]["value"])
+    except (ValueError, KeyError, TypeError):
+        return error_message(answer)
