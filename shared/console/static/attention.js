@@ -23,7 +23,8 @@ function attentionSummary(counts) {
       poison ? h("li", { class: "trouble poison" },
         plural(poison, "poison message", "poison messages")) : null,
       claims ? h("li", { class: "trouble claim" },
-        `${claims}${most} ${claims === 1 ? "claim" : "claims"} past the deadline`) : null),
+        claims === 1 && !most ? "1 claim past its deadline"
+          : `${claims}${most} claims past their deadline`) : null),
     h("p", {}, h("a", { href: "#/attention", "data-focus": "attention" },
       "See the poison messages and claims")));
 }
