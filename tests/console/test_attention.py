@@ -22,8 +22,8 @@ from shared.domain.attempts import Attempt, Claim, Delivery, Pending
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName
 from shared.domain.job_document import JobDocument
-from shared.execution.dispatch import Dispatcher, PoisonMessage
 from shared.domain.wire import iso
+from shared.execution.dispatch import Dispatcher, PoisonMessage
 from shared.execution.messages import Deliveries, DueRange, to_wire
 from shared.storage.interface import Stored, StoredJob
 from tests.factories import utc
