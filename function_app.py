@@ -95,8 +95,9 @@ def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def health_check(req: func.HttpRequest) -> func.HttpResponse:
-    """Storage reachable, queue depth, the timer's last tick: nothing secret."""
-    status, report = health.check(services.current)
+    """Storage reachable, queue depth, the timer's last tick: nothing secret (kept a few
+    seconds: anyone may ask)."""
+    status, report = health.REPORTS.answer(services.current)
     return func.HttpResponse(json.dumps(report), status_code=status, mimetype="application/json")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -29,6 +30,48 @@ from tests.targets import Target
 from tests.wrapped_store import WrappedStore
 
 NOW = utc("2026-12-01T08:00:00Z")
+
+
+class Reports:
+    """A stand-in for `health.check`: counts the rounds of probes, each answered by `gate`."""
+
+    def __init__(self) -> None:
+        self.made, self.gate = 0, threading.Event()
+        self.gate.set()
+
+    def __call__(self, services: Any) -> tuple[int, dict[str, int]]:
+        self.gate.wait(10)
+        self.made += 1
+        return 200, {"made": self.made}
+
+
+def test_a_report_is_given_again_for_five_seconds_then_made_anew() -> None:
+    at, probes = [1000.0], Reports()
+    reports = health.CachedReports(probes, clock=lambda: at[0])  # type: ignore[arg-type]
+    never = lambda: pytest.fail("only the probes build services")  # noqa: E731
+    assert reports.answer(never) == (200, {"made": 1})
+    at[0] += 4.9
+    assert reports.answer(never) == (200, {"made": 1})  # no storage read
+    at[0] += 0.2
+    assert reports.answer(never) == (200, {"made": 2})
+    assert health.CACHED_FOR_S == 5.0
+    assert isinstance(health.REPORTS, health.CachedReports)  # what the route answers from
+
+
+def test_callers_at_the_same_moment_share_one_round_of_probes() -> None:
+    probes = Reports()
+    probes.gate.clear()  # the first round takes a while
+    reports = health.CachedReports(probes, clock=lambda: 0.0)  # type: ignore[arg-type]
+    answers: list[Any] = []
+    callers = [threading.Thread(target=lambda: answers.append(reports.answer(lambda: None)))  # type: ignore[arg-type, return-value]
+               for _ in range(8)]  # fmt: skip
+    for caller in callers:
+        caller.start()
+    time.sleep(0.1)  # all of them asking, one of them probing
+    probes.gate.set()
+    for caller in callers:
+        caller.join(10)
+    assert (probes.made, answers) == (1, [(200, {"made": 1})] * 8)
 
 
 def test_the_running_service_is_healthy_and_says_when_it_last_ticked(service: Service) -> None:

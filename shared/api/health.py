@@ -6,6 +6,11 @@ endpoints, job names or error texts.
 
 Each probe runs with a deadline: the storage SDKs retry a refused connection for a long while,
 and a monitor wants an answer in seconds.
+
+The route answers from `REPORTS`: a report is kept for CACHED_FOR_S per process, and callers
+that come while one is being made wait for it. Anyone may poll `/health`, and counting the
+claims past their deadline reads the whole jobs table (no index serves it): kept, a report costs
+storage at most one round of probes every few seconds, however often it is asked for.
 """
 
 from __future__ import annotations
@@ -34,7 +39,11 @@ MOST_DEPTH = 10_000
 CLAIM_OVERDUE = timedelta(minutes=1)
 MOST_COUNTED = 100  # claims past their deadline counted at most (the probe stops there)
 
+# How long a report is given again, per process, before the probes run anew.
+CACHED_FOR_S = 5.0
+
 Value = TypeVar("Value")
+Answer = tuple[int, JsonObject]  # the HTTP status and the report
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,7 @@ class Probe(Generic[Value]):
     problem: str | None = None
 
 
-def check(services: Callable[[], Services]) -> tuple[int, JsonObject]:
+def check(services: Callable[[], Services]) -> Answer:
     """Probe storage and the timer's record: the HTTP status and the report.
 
     `services` is called inside the deadline too: building them creates tables, which waits
@@ -68,6 +77,37 @@ def check(services: Callable[[], Services]) -> tuple[int, JsonObject]:
         deadline,
     )
     return report(now, last_tick, depth, late, poison=poison, overdue=overdue)
+
+
+class CachedReports:
+    """`check`'s answer, given again for `lifetime` seconds of `clock` (monotonic: a wall clock
+    set back must not keep a report for ever). Thread-safe: one caller makes a report while the
+    others that come meanwhile wait for it, so the probes never run side by side."""
+
+    def __init__(
+        self,
+        probe: Callable[[Callable[[], Services]], Answer] = check,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        lifetime: float = CACHED_FOR_S,
+    ) -> None:
+        self._probe, self._clock, self._lifetime = probe, clock, lifetime
+        self._lock = threading.Lock()
+        self._kept: Answer | None = None
+        self._kept_until = 0.0
+
+    def answer(self, services: Callable[[], Services]) -> Answer:
+        """The report kept, while it is young enough; else a new one (then kept)."""
+        with self._lock:
+            if self._kept is not None and self._clock() < self._kept_until:
+                return self._kept
+            self._kept = self._probe(services)
+            # From when it was made: a slow round of probes is not followed at once by another.
+            self._kept_until = self._clock() + self._lifetime
+            return self._kept
+
+
+REPORTS = CachedReports()
 
 
 def report(

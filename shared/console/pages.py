@@ -1,4 +1,4 @@
-"""The web console's HTTP side: its files (anonymous, nothing in them is secret) and the three
+"""The web console's HTTP side: its files (anonymous, nothing in them is secret) and the four
 reads it makes beside the management API (behind the function key, like the API).
 
 The page changes things (creates and edits jobs and collections, runs now, enables, disables,
@@ -17,9 +17,17 @@ import azure.functions as func
 from shared.api.arm import ApiRequest, ApiResponse, Operation
 from shared.api.collection_operations import collection_id
 from shared.api.errors import ResourceNotFound
+from shared.api.health import CLAIM_OVERDUE, MOST_COUNTED
+from shared.console.attention import (
+    MOST_LISTED,
+    Attention,
+    AttentionCounts,
+    claim_list,
+    poison_list,
+)
 from shared.console.views import collection_view, job_detail, job_row, timeline
 from shared.domain.ids import JobId
-from shared.services import Services
+from shared.services import EXECUTIONS_QUEUE, Services
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
@@ -27,6 +35,7 @@ CONTENT_TYPES = {
     "console.js": "text/javascript",
     "forms.js": "text/javascript",
     "templates.js": "text/javascript",
+    "attention.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
@@ -56,15 +65,36 @@ def file_response(name: str) -> func.HttpResponse:
 
 
 def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
-    """Every collection of every subscription, with its jobs counted by state."""
+    """Every collection of every subscription, with its jobs counted by state; and how many
+    poison messages and claims past their deadline need a look (as /health counts them)."""
     store, now = services.store, services.now()
     found = sorted(
         store.all_collections(),
         key=lambda stored: (stored.id.subscription, stored.id.resource_group, stored.id.name),
     )
-    return ApiResponse(
-        200, {"value": [collection_view(stored, store.jobs(stored.id), now) for stored in found]}
-    )
+    counts: AttentionCounts = {
+        "poisonMessages": services.dispatcher.poison_depth(),
+        "claimsPastDeadline": store.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
+        "claimsCountedUpTo": MOST_COUNTED,
+    }
+    collections = [collection_view(stored, store.jobs(stored.id), now) for stored in found]
+    return ApiResponse(200, {"value": collections, "attention": counts})
+
+
+def show_attention(request: ApiRequest, services: Services) -> ApiResponse:
+    """What needs an operator's look: the poison queue's first messages (peeked, left there)
+    and the jobs with a claim past its deadline by more than CLAIM_OVERDUE."""
+    now, dispatcher = services.now(), services.dispatcher
+    before = now - CLAIM_OVERDUE
+    # One past what is listed, to say that there are more.
+    claimed = services.store.jobs_with_overdue_claims(before, MOST_LISTED + 1)
+    found: Attention = {
+        "poison": poison_list(
+            f"{EXECUTIONS_QUEUE}-poison", dispatcher.poison_depth(), dispatcher.peek_poison()
+        ),
+        "claimsPastDeadline": claim_list(claimed, before, now),
+    }
+    return ApiResponse(200, found)
 
 
 def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
@@ -102,4 +132,5 @@ ROUTES = [
     ConsoleRoute("console_collections", COLLECTIONS, list_collections),
     ConsoleRoute("console_collection", COLLECTION, show_collection),
     ConsoleRoute("console_job", f"{COLLECTION}/jobs/{{jobName}}", show_job),
+    ConsoleRoute("console_attention", "console/api/attention", show_attention),
 ]

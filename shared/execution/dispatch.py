@@ -21,6 +21,7 @@ however they were created, come to share their messages.
 from __future__ import annotations
 
 import base64
+import binascii
 import logging
 import math
 import threading
@@ -41,6 +42,7 @@ from shared.storage.due_index import DueIndex
 
 log = logging.getLogger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
+PEEK_LIMIT = 32  # the most messages one peek of a queue returns (the queue service's limit)
 Item = TypeVar("Item")
 
 
@@ -50,6 +52,15 @@ class Dispatched:
 
     messages: tuple[tuple[str, str], ...] = ()  # (message id, pop receipt) on the queue
     indexed: tuple[Delivery, ...] = ()  # rows added to the due index
+
+
+@dataclass(frozen=True)
+class PoisonMessage:
+    """A message the host gave up on, as a peek of the poison queue saw it (it stays there)."""
+
+    text: str  # its text, with the base64 the host reads and writes undone where it applies
+    inserted: datetime | None  # when the host moved it there
+    dequeue_count: int  # how often it was taken from the poison queue (0 unless someone did)
 
 
 @dataclass
@@ -96,6 +107,22 @@ class Dispatcher:
         except ResourceNotFoundError:  # the host creates it with the first message it moves
             return 0
         return int(properties.approximate_message_count or 0)
+
+    def peek_poison(self, at_most: int = PEEK_LIMIT) -> list[PoisonMessage]:
+        """The first messages (up to `at_most`, at most PEEK_LIMIT) waiting on the poison queue,
+        peeked: left there, for the operator to look into and clear."""
+        if self._poison is None:
+            return []
+        try:
+            peeked = self._poison.peek_messages(max_messages=max(1, min(at_most, PEEK_LIMIT)))
+        except ResourceNotFoundError:  # the host creates it with the first message it moves
+            return []
+        return [
+            PoisonMessage(
+                _text_of(str(waiting.content)), waiting.inserted_on, waiting.dequeue_count or 0
+            )
+            for waiting in peeked
+        ][:at_most]
 
     def lateness(self, now: datetime) -> timedelta:
         """How late the latest of the messages waiting to be taken is (those visible, the first
@@ -218,6 +245,16 @@ def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> 
         size = math.ceil(len(group) / math.ceil(len(group) / MOST_PER_MESSAGE))
         groups += [group[start : start + size] for start in range(0, len(group), size)]
     return groups
+
+
+def _text_of(content: str) -> str:
+    """A message's text: the host keeps the app's messages in base64 (host.json's
+    messageEncoding) and moves them to the poison queue as they were; a message put there by
+    other means may be plain text."""
+    try:
+        return base64.b64decode(content, validate=True).decode()
+    except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+        return content
 
 
 def _stamped(delivery: Delivery, now: datetime) -> Delivery:

@@ -6,6 +6,7 @@ settlement of an attempt (the job's new document and its history entries, in one
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,7 @@ from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
 from shared.storage.documents import HistoryEntry, Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
-from shared.storage.jobs import claim_column, replacement
+from shared.storage.jobs import claim_column, job_id_of, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 from shared.storage.table_http import TableLike
 
@@ -108,6 +109,24 @@ class ExecutorRecords:
             results_per_page=at_most,
         )
         return sum(1 for _ in itertools.islice(found, at_most))
+
+    def jobs_with_overdue_claims(self, before: datetime, at_most: int) -> list[StoredJob]:
+        """The jobs (up to `at_most`, in key order) that `overdue_claims` counts, read whole, for
+        an operator to see which tries they are. The same query over the whole table."""
+        found = self._table.query_entities(
+            "ClaimedUntil gt '' and ClaimedUntil lt @before",
+            parameters={"before": claim_column(before)},
+            select=["Subscription", "ResourceGroup", "Collection", "Name", "Document"],
+            results_per_page=at_most,
+        )
+        return [
+            Stored(
+                job_id_of(entity),
+                JobDocument.from_wire(json.loads(entity["Document"])),
+                str(entity.metadata["etag"]),
+            )
+            for entity in itertools.islice(found, at_most)
+        ]
 
     def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
         """Write back changed documents of one collection's jobs, as batches; ModifiedConcurrently

@@ -165,6 +165,10 @@ class Store(Protocol):
         """How many jobs (up to `at_most`) hold a claim on a try that ran out before `before`:
         its holder died, and no delivery has taken it over yet."""
 
+    def jobs_with_overdue_claims(self, before: datetime, at_most: int) -> list[StoredJob]:
+        """The jobs `overdue_claims` counts (up to `at_most`), as stored: for an operator to see
+        which tries are claimed by a holder that died. Like it, a read of the whole table."""
+
     def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
         """Write the new documents of several jobs of one collection (at most 100, no job
         twice) together, each only if its job is still as read: for each, the job as now

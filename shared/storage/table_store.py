@@ -165,6 +165,9 @@ class TableStore:
     def overdue_claims(self, before: datetime, at_most: int) -> int:
         return self._executor.overdue_claims(before, at_most)
 
+    def jobs_with_overdue_claims(self, before: datetime, at_most: int) -> list[StoredJob]:
+        return self._executor.jobs_with_overdue_claims(before, at_most)
+
     def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
         return self._executor.settle_jobs(writes)
 

@@ -7,6 +7,7 @@ scripts would make them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,8 +18,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from azure.core.exceptions import ResourceExistsError
+from azure.storage.queue import QueueClient
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from shared.domain.attempts import Claim
+from shared.domain.ids import CollectionId, JobId
+from shared.storage.interface import Stored
+from shared.storage.table_store import TableStore
 from tests.conftest import ROOT, SAS_KEY, SAS_KEY_NAME, Service
 from tests.targets import Target
 
@@ -34,6 +41,7 @@ FOLLOWED_MS = 6_000  # an action's effect, which the page follows, shows before 
 SCREENSHOT = ROOT / "docs" / "images" / "console.png"
 FORM_SCREENSHOT = ROOT / "docs" / "images" / "console-job-form.png"
 TROUBLE_SCREENSHOT = ROOT / "docs" / "images" / "console-trouble.png"
+ATTENTION_SCREENSHOT = ROOT / "docs" / "images" / "console-attention.png"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 pytestmark = pytest.mark.timeout(120)
@@ -547,6 +555,43 @@ def test_a_failing_job_is_marked_on_the_overview_and_on_its_collection(
     expect(page.get_by_role("row").filter(has_text="nightly-import")).to_contain_text("Last run failed")
     expect(page.get_by_role("row").filter(has_text="healthy").locator(".trouble")).to_have_count(0)
     screenshot(page, TROUBLE_SCREENSHOT, tmp_path)
+
+
+def test_poison_messages_and_claims_past_their_deadline_are_counted_on_the_overview_and_listed(
+    page: Page, service: Service, api: httpx.Client, collection: str, target: Target, *,
+    tmp_path: Path,
+) -> None:
+    put_job(api, collection, "stuck", weekly_job(target.url("/ok"), soon()))
+    # The delivery calling its first try died five minutes ago, its message with it; and a
+    # message the host gave up on waits on the poison queue.
+    parts = collection.split("/")
+    job = JobId(CollectionId(parts[2], parts[4], parts[8]), "stuck")
+    store = TableStore.from_connection_string(service.storage)
+    stored = store.existing_job(job)
+    [entry] = stored.document.pending
+    dead = Claim("dead-holder", datetime.now(UTC) - timedelta(minutes=5))
+    store.replace_jobs([Stored(job, stored.document.claimed(entry.attempt, dead), stored.etag)])
+    poison = QueueClient.from_connection_string(service.storage, "executions-poison")
+    with contextlib.suppress(ResourceExistsError):
+        poison.create_queue()
+    poison.send_message("not a message the app sends")
+    try:
+        sign_in(page, service)
+        box = page.get_by_role("region", name="Needs a look")
+        expect(box).to_contain_text(re.compile(r"\d+ poison messages?"))
+        expect(box).to_contain_text(re.compile(r"\d+\+? claims? past (its|their) deadline"))
+        box.get_by_role("link", name="See the poison messages and claims").click()
+        expect(page.get_by_role("heading", name="Needs a look", exact=True)).to_be_visible()
+        claims = page.get_by_role("table", name="Claims past their deadline")
+        expect(claims.get_by_role("row").filter(has_text="stuck")).to_contain_text("5 min")
+        expect(page.get_by_role("table", name="Poison messages")).to_contain_text("Unreadable")
+        assert axe_problems(page) == []
+        screenshot(page, ATTENTION_SCREENSHOT, tmp_path)
+        claims.get_by_role("link", name=re.compile(r"\bstuck$")).click()
+        expect(page.get_by_role("heading", name="Job stuck")).to_be_visible()
+    finally:  # the session's other tests (and its /health) expect none of either
+        poison.clear_messages()
+        api.delete(f"{collection}/jobs/stuck").raise_for_status()
 
 
 def test_a_deleted_job_gives_one_clear_not_found_page_and_refreshes_keep_the_controls(

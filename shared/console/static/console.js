@@ -326,7 +326,7 @@ function troubleSummary(counts) {
 }
 
 async function overview() {
-  const { value: collections } = await consoleApi("collections");
+  const { value: collections, attention } = await consoleApi("collections");
   const rows = collections.map((c) => h("tr", { "data-key": c.id,
     class: Object.values(c.trouble).some(Boolean) ? "in-trouble" : null },
   cell("Collection", h("a", { href: `#/${collectionPath(c.id)}`, "data-focus": `open:${c.id}` }, c.name)),
@@ -346,6 +346,7 @@ async function overview() {
         h("div", { class: "actions" },
           h("a", { class: "button", href: "#/import" }, "Import template"),
           h("a", { class: "button primary", href: "#/new-collection" }, "New collection"))),
+      attentionSummary(attention),
       table(["Collection", "Resource group", "Subscription", "Location", "Plan", "State",
         "Jobs by state", "Jobs in trouble", "Actions"],
       rows, "No job collections yet: make one with New collection.", "Job collections"),
@@ -528,6 +529,7 @@ function route() {
   if (first === "import" && (parts.length === 1 || parts.length === 3)) {
     return { form: () => importForm(parts.length === 3 ? [subscription, group] : null) };
   }
+  if (first === "attention" && parts.length === 1) return { view: attentionView };
   if (first !== "collections" || parts.length < 4) return { view: overview };
   const collection = `#/collections/${encoded(subscription, group, name)}`;
   const missingCollection = () => notFound(`The job collection '${name}'`, ...overviewBack);
