@@ -36,6 +36,7 @@ from shared.domain.decisions import (
     NotYet,
     Outcome,
     Park,
+    Plan,
     Resend,
     Run,
     Skip,
@@ -48,6 +49,7 @@ from shared.domain.ids import CollectionId
 from shared.domain.wire import iso
 from shared.execution.claims import GroupedClaims
 from shared.execution.dispatch import Dispatcher
+from shared.execution.known_jobs import KnownJobs
 from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.storage.concurrency import optimistic_attempts
@@ -100,6 +102,7 @@ class ExecutionWorker:
         self._starting = _UnderWay()
         self._gates = _SharedGateReads(store.collection_state, clock)
         self._claims = GroupedClaims(store.settle_jobs)
+        self._known = KnownJobs()
 
     def close(self) -> None:
         self._actions.close()
@@ -158,17 +161,10 @@ class ExecutionWorker:
         self, delivery: Delivery, *, redelivered: bool
     ) -> tuple[StoredJob, Run, Outcome] | None:
         """Read the job, decide, and perform the action; what to record, if anything ran."""
+        known = self._known.get(delivery.job)
         for _ in optimistic_attempts():
-            stored = self._store.job(delivery.job)
-            gate = self._gates.state(delivery.job.collection, delivery.pending.due)
-            now = self._clock()
-            decided = plan(
-                stored.document if stored else None,
-                gate,
-                delivery,
-                now=now,
-                redelivered=redelivered,
-            )
+            stored, decided, now = self._decide(delivery, known, redelivered=redelivered)
+            known = None  # after a lost write, the job is read from storage
             if isinstance(decided, Skip):
                 log.info("%s: %s", _line(delivery, "nothing to run"), decided.reason)
                 return None
@@ -179,12 +175,6 @@ class ExecutionWorker:
                 log.info("%s: sending what follows again", _line(delivery, "finished before"))
                 self._dispatcher.dispatch(_deliveries(delivery, decided.follow_ups), now)
                 return None
-            assert stored is not None
-            if isinstance(decided, Park):
-                if self._store.settle_job(stored, decided.document, []):
-                    log.info("%s: the job or its collection is off", _line(delivery, "not run"))
-                    return None
-                continue
             if isinstance(decided, Held):
                 log.info(
                     "%s: another delivery holds it until %s",
@@ -196,6 +186,12 @@ class ExecutionWorker:
                     delivery, now, at_least=decided.until - now + LOOK_AGAIN_AFTER
                 )
                 return None
+            assert stored is not None
+            if isinstance(decided, Park):
+                if self._written(stored, self._store.settle_job(stored, decided.document, [])):
+                    log.info("%s: the job or its collection is off", _line(delivery, "not run"))
+                    return None
+                continue
             claim = Claim(uuid.uuid4().hex, now + CLAIM_FOR)
             if isinstance(decided, Begin):
                 # overlapPolicy Allow: the occurrence is counted and the next one sent before
@@ -205,7 +201,9 @@ class ExecutionWorker:
                 document = begun.document
                 if decided.run is not None:
                     document = document.claimed(delivery.pending.attempt, claim)
-                written = self._store.settle_job(stored, document, begun.history)
+                written = self._written(
+                    stored, self._store.settle_job(stored, document, begun.history)
+                )
                 if written is None:
                     continue
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
@@ -216,7 +214,8 @@ class ExecutionWorker:
                 break
             # Claimed before the call: a delivery racing this one loses the write, reads again,
             # and finds the claim (or the outcome). Its etag serves the outcome's write.
-            written = self._claims.write(stored, stored.document.claimed(decided.delivered, claim))
+            claimed = stored.document.claimed(decided.delivered, claim)
+            written = self._written(stored, self._claims.write(stored, claimed))
             if written is None:
                 continue
             stored = written
@@ -238,6 +237,33 @@ class ExecutionWorker:
         )
         return stored, decided, outcome
 
+    def _decide(
+        self, delivery: Delivery, known: StoredJob | None, *, redelivered: bool
+    ) -> tuple[StoredJob | None, Plan, datetime]:
+        """The job, what to do with this delivery, and when that was decided: on the job as
+        this process last wrote it (`known`) when the decision is a write, which its etag
+        checks; otherwise on the job as storage holds it (known_jobs.py)."""
+        if known is not None:
+            now = self._clock()
+            gate = self._gates.state(delivery.job.collection, delivery.pending.due)
+            decided = plan(known.document, gate, delivery, now=now, redelivered=redelivered)
+            if isinstance(decided, Begin | Park | Run):
+                return known, decided, now
+        stored = self._store.job(delivery.job)
+        gate = self._gates.state(delivery.job.collection, delivery.pending.due)
+        now = self._clock()
+        document = stored.document if stored else None
+        return stored, plan(document, gate, delivery, now=now, redelivered=redelivered), now
+
+    def _written(self, stored: StoredJob, written: StoredJob | None) -> StoredJob | None:
+        """Keep what a write of `stored` left (None: it lost its race, and the job is read
+        again next time)."""
+        if written is None:
+            self._known.forget(stored.id)
+        else:
+            self._known.remember(written)
+        return written
+
     def _wait_out(self, delivery: Delivery) -> bool:
         """Sleep until the delivery is due (the fraction of a second the queue cannot wait),
         unless that is more than MOST_EARLY away (False)."""
@@ -252,7 +278,8 @@ class ExecutionWorker:
         for _ in optimistic_attempts():
             now = self._clock()
             settlement = settle(stored.document, run, outcome, now, job=delivery.job)
-            if self._store.settle_job(stored, settlement.document, settlement.history):
+            written = self._store.settle_job(stored, settlement.document, settlement.history)
+            if self._written(stored, written):
                 self._dispatcher.dispatch_gathered(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
                 )
