@@ -206,12 +206,12 @@ class StorageEndpoint:
                 answer = self._pool.request(
                     method, url, body=body, headers=sent, retries=False, redirect=False
                 )
-            # No connection made (to the endpoint, or to the proxy on the way): retried and
-            # raised as the SDK's own transport raises it.
             except (
                 urllib3.exceptions.NewConnectionError,
                 urllib3.exceptions.ProxyError,
             ) as failure:
+                # No connection made, to the endpoint or to the proxy on the way (requests,
+                # under the SDK, says ConnectionError for both).
                 if attempt == last:
                     raise ServiceRequestError(str(failure), error=failure) from failure
                 continue
