@@ -33,12 +33,12 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError
 from azure.functions.queue import QueueMessage
 from azure.functions.timer import TimerRequest
-from azure.storage.queue import QueueClient
 from azure.storage.queue import QueueMessage as StoredMessage
 from croniter import croniter
 
 from devhost.invocation import invoke
 from shared.storage.clients import queue_from_connection_string
+from shared.storage.queue_http import QueueLike
 
 log = logging.getLogger("devhost.triggers")
 PAST_DUE_AFTER = timedelta(seconds=1)
@@ -178,7 +178,7 @@ def host_extensions() -> dict[str, Any]:
 
 def queue_clients(
     connection_string: str, queue_name: str, **client_options: Any
-) -> tuple[QueueClient, QueueClient]:
+) -> tuple[QueueLike, QueueLike]:
     """Clients of a queue and of its poison queue, `<queue>-poison` as the Functions host names
     it. They read the proxy settings once, as the app's clients do: the host polls often."""
     return (
@@ -318,7 +318,7 @@ class QueuePoller:
     """Fetches a queue's messages as the Functions host's queue listener does, and hands each
     on (`hand_off(message, done)`; `done()` once its run has ended, however it ended)."""
 
-    def __init__(self, queue: QueueClient, poison: QueueClient, settings: QueueSettings) -> None:
+    def __init__(self, queue: QueueLike, poison: QueueLike, settings: QueueSettings) -> None:
         self._queue, self._poison, self._settings = queue, poison, settings
         self._stop = threading.Event()
         self._running = 0
@@ -369,7 +369,7 @@ class QueuePoller:
 class _Lease:
     """Keeps a message hidden while its function runs, renewing the hold every third of it."""
 
-    def __init__(self, queue: QueueClient, message: StoredMessage, hold: timedelta) -> None:
+    def __init__(self, queue: QueueLike, message: StoredMessage, hold: timedelta) -> None:
         self._queue, self._message, self._hold = queue, message, hold
         self._done = threading.Event()
         self._renewer = threading.Thread(target=self._renew, daemon=True)

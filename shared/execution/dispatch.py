@@ -33,12 +33,12 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.queue import QueueClient
 
 from shared.domain.attempts import Delivery
 from shared.execution import messages
 from shared.execution.messages import MOST_PER_MESSAGE, Deliveries
 from shared.storage.due_index import DueIndex
+from shared.storage.queue_http import QueueLike
 
 log = logging.getLogger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
@@ -80,11 +80,11 @@ class Dispatcher:
 
     def __init__(
         self,
-        queue: QueueClient,
+        queue: QueueLike,
         index: DueIndex,
         horizon: timedelta,
         coalesce: timedelta = timedelta(0),
-        poison: QueueClient | None = None,
+        poison: QueueLike | None = None,
     ) -> None:
         """`poison`: the queue the host moves a message to after its last failed delivery."""
         self._queue, self._index, self.horizon = queue, index, horizon

@@ -17,12 +17,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from azure.storage.queue import QueueClient
-
 from shared.execution import messages
 from shared.execution.dispatch import Dispatcher, together
 from shared.execution.messages import DueRange
 from shared.storage.due_index import DueIndex, DueRow
+from shared.storage.queue_http import QueueLike
 
 log = logging.getLogger("scheduler.fan_out")
 SENDERS = 16
@@ -91,7 +90,7 @@ class FanOut:
 
     def __init__(
         self,
-        queue: QueueClient,
+        queue: QueueLike,
         index: DueIndex,
         dispatcher: Dispatcher,
         *,

@@ -19,10 +19,9 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from azure.storage.queue import QueueClient
-
 from shared.domain.attempts import Delivery
 from shared.domain.wire import JsonObject
+from shared.storage.queue_http import QueueLike
 
 log = logging.getLogger("scheduler.executor")  # a message dropped is the executor's to report
 MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
@@ -112,7 +111,7 @@ def received(text: str) -> Message | None:
         return None
 
 
-def send(queue: QueueClient, message: Message, *, visible_in: timedelta) -> tuple[str, str]:
+def send(queue: QueueLike, message: Message, *, visible_in: timedelta) -> tuple[str, str]:
     """Put the message on the queue, invisible for `visible_in` (whole seconds, rounded down);
     the id and pop receipt it was given, which can delete it again."""
     sent = queue.send_message(

@@ -1,4 +1,5 @@
 """The app's own storage clients: identity-based in Azure, from a connection string locally.
+Its tables and queues are spoken to over plain HTTP (`table_http`, `queue_http`).
 
 In Azure the storage account has shared-key access off, so the app authenticates as the Function
 App's managed identity, from the same `AzureWebJobsStorage__*` settings the Functions host reads.
@@ -13,10 +14,18 @@ import requests
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.data.tables import TableServiceClient
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
-from azure.storage.queue import QueueClient
+from azure.storage.queue import QueueServiceClient
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
-from shared.storage.storage_http import BearerTokens, SharedKeyLite, StorageEndpoint
+from shared.storage.queue_http import QueueHttp
+from shared.storage.storage_http import (
+    QUEUE_VERSION,
+    TRIES,
+    BearerTokens,
+    QueueSharedKeyLite,
+    StorageEndpoint,
+    TableSharedKeyLite,
+)
 from shared.storage.table_http import TableHttp
 from shared.transport import with_pooled_transport
 
@@ -68,11 +77,11 @@ def tables_from_connection_string(connection: str, **options: Any) -> TableAccou
     key = service.credential
     if not isinstance(key, AzureNamedKeyCredential):
         raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
-    return _account(service, SharedKeyLite(key.named_key.name, key.named_key.key), options)
+    return _account(service, TableSharedKeyLite(key.named_key.name, key.named_key.key), options)
 
 
 def _account(
-    service: TableServiceClient, signer: SharedKeyLite | BearerTokens, options: dict[str, Any]
+    service: TableServiceClient, signer: TableSharedKeyLite | BearerTokens, options: dict[str, Any]
 ) -> TableAccount:
     http = StorageEndpoint(
         service.url,
@@ -85,22 +94,59 @@ def _account(
 
 def queue_client(
     settings: Settings, queue: str, credential: TokenCredential | None = None, **options: Any
-) -> QueueClient:
+) -> QueueHttp:
+    """One of the app's queues, spoken to over plain HTTP (`QueueHttp`). `options`: of the SDK
+    client's, those QueueHttp takes: `message_encode_policy` and `message_decode_policy`,
+    `raw_request_hook` (called on every try of every request), `connection_verify` (a CA
+    bundle) and `retry_total` (retries after the first try, at most TRIES - 1)."""
     identity = settings.storage_identity
     if identity is None:
         return queue_from_connection_string(_connection(settings), queue, **options)
-    return QueueClient(
-        identity.queue_service_uri,
-        queue,
-        credential=credential or storage_credential(identity),
-        **with_pooled_transport(identity.queue_service_uri, options),
+    signer = BearerTokens(credential or storage_credential(identity))
+    return _queue(identity.queue_service_uri, queue, signer, options)
+
+
+def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueHttp:
+    # The SDK's client only reads the connection string here (its account, key and endpoint).
+    service = QueueServiceClient.from_connection_string(connection)
+    account, key = (
+        getattr(service.credential, name, None) for name in ("account_name", "account_key")
     )
+    if not account or not key:
+        raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
+    return _queue(service.url, queue, QueueSharedKeyLite(account, key), options)
 
 
-def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueClient:
-    endpoint = QueueClient.from_connection_string(connection, queue).url
-    return QueueClient.from_connection_string(
-        connection, queue, **with_pooled_transport(endpoint, options)
+_QUEUE_OPTIONS = frozenset(
+    {
+        "message_encode_policy",
+        "message_decode_policy",
+        "raw_request_hook",
+        "connection_verify",
+        "retry_total",
+    }
+)
+
+
+def _queue(
+    url: str, queue: str, signer: QueueSharedKeyLite | BearerTokens, options: dict[str, Any]
+) -> QueueHttp:
+    unknown = set(options) - _QUEUE_OPTIONS
+    if unknown:
+        raise TypeError(f"queue clients take no {', '.join(sorted(unknown))}")
+    endpoint = StorageEndpoint(
+        url,
+        signer,
+        version=QUEUE_VERSION,
+        on_request=options.get("raw_request_hook"),
+        verify=options.get("connection_verify", _environment_verify(url)),
+        tries=options.get("retry_total", TRIES - 1) + 1,
+    )
+    return QueueHttp(
+        endpoint,
+        queue,
+        message_encode_policy=options.get("message_encode_policy"),
+        message_decode_policy=options.get("message_decode_policy"),
     )
 
 

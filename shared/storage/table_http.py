@@ -35,6 +35,12 @@ from shared.storage.storage_http import (
 )
 
 JSON_MINIMAL = "application/json;odata=minimalmetadata"
+# Sent with every Table request: the OData protocol version, and the answers' format.
+_TABLE_HEADERS = {
+    "DataServiceVersion": "3.0",
+    "MaxDataServiceVersion": "3.0;NetFx",
+    "Accept": JSON_MINIMAL,
+}
 _INT32 = range(-(2**31), 2**31)
 
 
@@ -253,7 +259,7 @@ class TableHttp:
         return self._endpoint.path(f"{quote(self.table_name)}({keys})")
 
     def _send(self, method: str, path: str, **options: Any) -> Answer:
-        headers = {"Accept": JSON_MINIMAL, **options.pop("headers", {})}
+        headers = {**_TABLE_HEADERS, **options.pop("headers", {})}
         return self._endpoint.send(method, path, headers=headers, **options)
 
 

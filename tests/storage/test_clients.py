@@ -22,6 +22,7 @@ import trustme
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
+from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 from devhost import azurite
 from shared.settings import (
@@ -35,6 +36,7 @@ from shared.settings import (
     StorageIdentity,
 )  # fmt: skip
 from shared.storage.clients import queue_client, storage_credential, table_service
+from shared.storage.queue_http import QueueHttp
 from shared.storage.table_store import TableStore
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
@@ -118,10 +120,19 @@ def test_tables_and_queues_work_with_the_managed_identitys_token(secure_azurite:
     settings, credential = identity_settings(emulator), StubCredential()
     store = TableStore(table_service(settings, credential, connection_verify=ca_file))
     store.create_tables()  # the app's own tables, created as the identity
-    queue = queue_client(settings, "executions", credential, connection_verify=ca_file)
+    queue = queue_client(settings, "executions", credential, connection_verify=ca_file,
+                         message_encode_policy=TextBase64EncodePolicy())  # fmt: skip
+    assert isinstance(queue, QueueHttp)  # the app's own queues go over plain HTTP too
     queue.create_queue()
-    queue.send_message("attempt")
-    assert [m.content for m in queue.receive_messages()] == ["attempt"]
+    sent = queue.send_message("attempt", visibility_timeout=0)
+    sdk = QueueClient(settings.storage_identity.queue_service_uri, "executions", credential=credential,
+                      connection_verify=ca_file, message_decode_policy=TextBase64DecodePolicy())  # fmt: skip
+    assert [(m.id, m.content) for m in sdk.peek_messages()] == [(sent.id, "attempt")]
+    [received] = list(queue.receive_messages(messages_per_page=32))
+    renewed = queue.update_message(received, visibility_timeout=0)
+    assert queue.get_queue_properties().approximate_message_count == 1
+    queue.delete_message(renewed)
+    assert queue.peek_messages() == []
     assert set(credential.scopes) == {STORAGE_SCOPE}
 
 
@@ -130,8 +141,11 @@ def test_the_secure_azurite_refuses_a_token_that_has_expired(secure_azurite: tup
     emulator, ca_file = secure_azurite
     expired = StubCredential(lifetime_s=-300)
     queue = queue_client(identity_settings(emulator), "refused", expired, connection_verify=ca_file)
+    assert isinstance(queue, QueueHttp)
     with pytest.raises(ClientAuthenticationError, match="The token is expired"):
         queue.create_queue()
+    with pytest.raises(ClientAuthenticationError, match="The token is expired"):
+        queue.send_message("attempt")
 
 
 def test_a_connection_string_builds_the_same_clients_for_azurite(storage: str) -> None:
