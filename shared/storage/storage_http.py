@@ -169,7 +169,7 @@ class StorageEndpoint:
         self._base_path = parts.path
         self._signer, self._version, self._on_request = signer, version, on_request
         self._tries = max(1, min(tries, TRIES))
-        self._pool = _pool(self.url, verify)
+        self._pool, self._by_absolute_url = _pool(self.url, verify)
 
     def path(self, resource: str) -> str:
         """The request path of `resource` (already URL-encoded), under the endpoint's own."""
@@ -189,7 +189,8 @@ class StorageEndpoint:
     ) -> Answer:
         """Send with retries; the answer, whatever its status. ServiceRequestError when no
         connection could be made, ServiceResponseError when none answered, after every try."""
-        url = self._origin + (f"{path}?{query}" if query else path)
+        target = f"{path}?{query}" if query else path
+        url = self._origin + target
         last = self._tries - 1
         for attempt in range(self._tries):
             if attempt:
@@ -203,8 +204,13 @@ class StorageEndpoint:
             if self._on_request is not None:
                 self._on_request(RequestSent(method, url, sent, body))
             try:
-                answer = self._pool.request(
-                    method, url, body=body, headers=sent, retries=False, redirect=False
+                answer = self._pool.urlopen(
+                    method,
+                    url if self._by_absolute_url else target,
+                    body=body,
+                    headers=sent,
+                    retries=False,
+                    redirect=False,
                 )
             except (
                 urllib3.exceptions.NewConnectionError,
@@ -277,7 +283,11 @@ def _xml_error_message(answer: Answer) -> str:
     return "\n".join(lines)
 
 
-def _pool(url: str, verify: str | bool) -> urllib3.PoolManager | urllib3.ProxyManager:
+def _pool(
+    url: str, verify: str | bool
+) -> tuple[urllib3.HTTPConnectionPool | urllib3.ProxyManager, bool]:
+    """The connections to `url`, and whether a request names its absolute URL (through a
+    proxy) or only its path (to the endpoint's own pool, which saves parsing the URL)."""
     # The proxy the environment names for this endpoint (NO_PROXY counts), read once.
     proxies = get_environ_proxies(url)
     proxy = proxies.get(urlsplit(url).scheme) or proxies.get("all")
@@ -292,5 +302,5 @@ def _pool(url: str, verify: str | bool) -> urllib3.PoolManager | urllib3.ProxyMa
         else:
             options["ca_certs"] = verify if isinstance(verify, str) else certifi.where()
     if proxy:
-        return urllib3.ProxyManager(proxy, **options)
-    return urllib3.PoolManager(**options)
+        return urllib3.ProxyManager(proxy, **options), True
+    return urllib3.PoolManager(**options).connection_from_url(url), False
