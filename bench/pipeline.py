@@ -847,8 +847,8 @@ def main(argv: list[str] | None = None) -> int:
     if options.compare_processes:
         runs = compare_processes(options, log)
         previous = RESULTS.read_text() if RESULTS.exists() else "# Execution pipeline under load\n"
-        report = compare_report(runs, options.compare_measure, climbs(options))
-        RESULTS.write_text(write_section(previous, COMPARE_HEADING, report))
+        compared = compare_report(runs, options.compare_measure, climbs(options))
+        RESULTS.write_text(write_section(previous, COMPARE_HEADING, compared))
         print(section_of(RESULTS.read_text(), COMPARE_HEADING))
         return 0
 

@@ -68,6 +68,8 @@ def run_pipeline(commit: str, folder: Path, options: list[str]) -> Measured:
     tree = folder / commit[:12]
     subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT,
                    check=True, capture_output=True)  # fmt: skip
+    # Azurite and the other Node packages are this checkout's (a worktree has none of its own).
+    (tree / "node_modules").symlink_to(ROOT / "node_modules")
     try:
         subprocess.run([sys.executable, "-m", "bench.pipeline", *options], cwd=tree, check=True,
                        timeout=RUN_TIMEOUT_S)  # fmt: skip
