@@ -3,11 +3,12 @@ they are signed, the pooled connections they travel on, the retries, and the err
 
 Why not the SDK's own pipeline: on this app's hot path (the executor reads a job and writes its
 outcome, the API reads and writes a job) the SDK spends about 1 ms of CPU on a point read that
-costs 0.2 ms when sent as below, and 3.8 ms on a two-row batch (it formats and parses batches
-with the email package, in a thread pool made for each batch): measured against Azurite on the
-machine of bench/results/cpu.md. Queues cost the same way (`queue_http` has their numbers). The
-SDK still builds what it does well here: it parses the connection string, creates tables, and
-issues managed-identity tokens (azure-identity).
+costs 0.4 ms when sent as below, and about 4 ms on a two-row batch that costs 0.5 ms (it formats
+and parses batches with the email package, in thread pools made for each batch): measured
+against Azurite on the machine of bench/results/cpu.md (docs/architecture.md has the table).
+Queues cost the same way (`queue_http` has their numbers). The SDK still builds what it does
+well here: it parses the connection string, creates tables, and issues managed-identity tokens
+(azure-identity).
 
 The errors are azure-core's (ResourceNotFoundError, ResourceModifiedError, ...), raised as the
 SDK raises them, so that code written against the SDK's clients works unchanged with either.
