@@ -35,8 +35,7 @@ def with_pooled_transport(endpoint: str, options: dict[str, Any]) -> dict[str, A
     """A client's `options` for `endpoint`, with a transport that keeps up to CALLS_AT_ONCE
     connections open. The transport takes the client's options, as the SDK's own default
     transport does (`connection_verify`, timeouts)."""
-    with requests.Session() as probe:  # what requests would take from the environment, once
-        environment = probe.merge_environment_settings(endpoint, {}, None, None, None)
+    environment = environment_settings(endpoint)
     if environment["verify"] is not True and "connection_verify" not in options:
         options = {**options, "connection_verify": environment["verify"]}
     session = requests.Session()
@@ -48,3 +47,11 @@ def with_pooled_transport(endpoint: str, options: dict[str, Any]) -> dict[str, A
         session.mount(scheme, adapter)
     transport = RequestsTransport(session=session, **options)  # the transport closes it
     return {**options, "transport": transport, "proxies": environment["proxies"] or None}
+
+
+def environment_settings(endpoint: str) -> dict[str, Any]:
+    """What requests would take from the environment for `endpoint`, read once: its `proxies`
+    (NO_PROXY counts) and `verify` (a CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE,
+    else True)."""
+    with requests.Session() as probe:
+        return dict(probe.merge_environment_settings(endpoint, {}, None, None, None))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import requests
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.data.tables import TableServiceClient
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
@@ -27,7 +26,7 @@ from shared.storage.storage_http import (
     TableSharedKeyLite,
 )
 from shared.storage.table_http import TableHttp
-from shared.transport import with_pooled_transport
+from shared.transport import environment_settings, with_pooled_transport
 
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:
@@ -152,8 +151,7 @@ def _queue(
 
 def _environment_verify(endpoint: str) -> str | bool:
     """The CA bundle requests would take from the environment (REQUESTS_CA_BUNDLE, ...)."""
-    with requests.Session() as probe:
-        found = probe.merge_environment_settings(endpoint, {}, None, None, None)["verify"]
+    found = environment_settings(endpoint)["verify"]
     return found if isinstance(found, str) else True
 
 

@@ -293,15 +293,19 @@ def _properties(entity: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, float):
             out[name], out[f"{name}@odata.type"] = value, "Edm.Double"
         elif isinstance(value, datetime):
-            at = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-            out[name] = at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            out[f"{name}@odata.type"] = "Edm.DateTime"
+            out[name], out[f"{name}@odata.type"] = _edm_datetime(value), "Edm.DateTime"
         elif isinstance(value, bytes):
             out[name] = base64.b64encode(value).decode()
             out[f"{name}@odata.type"] = "Edm.Binary"
         else:
             raise TypeError(f"a table property cannot hold {type(value).__name__}")
     return out
+
+
+def _edm_datetime(value: datetime) -> str:
+    """A datetime as the service writes it, in UTC (a naive one is taken to be UTC)."""
+    at = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _row(properties: Mapping[str, Any]) -> Row:
@@ -347,7 +351,7 @@ def _substituted(query_filter: str, parameters: Mapping[str, Any] | None) -> str
         if isinstance(value, float):
             return str(value)
         if isinstance(value, datetime):
-            return f"datetime'{_properties({'v': value})['v']}'"
+            return f"datetime'{_edm_datetime(value)}'"
         return "'" + str(value).replace("'", "''") + "'"
 
     return re.sub(r"(?<![\w'])@(\w+)", literal, query_filter)
