@@ -1,8 +1,9 @@
-"""Jobs as this process last wrote them: the read a delivery can do without.
+"""Jobs as this process last wrote or read them: the read a delivery can do without at its time.
 
 A recurring job's next occurrence is most often handled by the process that recorded the last
-one, and that process knows what it wrote (the document and its new etag). A delivery starts
-from that instead of reading the job again; this is safe because a known job is only ever acted
+one, and that process knows what it wrote (the document and its new etag); a message that comes
+early has its jobs read while it waits (`ExecutionWorker.read_ahead`). A delivery starts from
+that instead of reading the job at its due time; this is safe because a known job is only ever acted
 on through a write made on its etag: if anyone changed the job since (the API, another process,
 a delete), that write fails, the job is forgotten, and the delivery reads it from storage and
 decides again. A decision that writes nothing (skip, come back later) is never taken on a
@@ -43,9 +44,20 @@ class KnownJobs:
         with self._lock:
             self._jobs[stored.id] = stored
             self._jobs.move_to_end(stored.id)
-            while len(self._jobs) > self._most:
-                self._jobs.popitem(last=False)
+            self._keep_most()
+
+    def offer(self, stored: StoredJob) -> None:
+        """`stored` as this process read it: kept unless the job is known already, since a
+        write this process made while the read was under way is the newer."""
+        with self._lock:
+            if stored.id not in self._jobs:
+                self._jobs[stored.id] = stored
+                self._keep_most()
 
     def forget(self, job: JobId) -> None:
         with self._lock:
             self._jobs.pop(job, None)
+
+    def _keep_most(self) -> None:
+        while len(self._jobs) > self._most:
+            self._jobs.popitem(last=False)

@@ -62,6 +62,14 @@ log = logging.getLogger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
 # earlier than this goes back on the queue rather than hold a worker.
 MOST_EARLY = timedelta(seconds=5)
+# While a message that came early waits, its jobs are read (`read_ahead`), each only while the
+# first due time is at least this far off: a read takes a few milliseconds, and must never
+# delay a start.
+READ_AHEAD_UNTIL = timedelta(milliseconds=20)
+# The function's awaited wait ends this long before the due time, and the delivery's thread
+# sleeps the rest: an event loop wakes a millisecond or so late (its poll rounds up to whole
+# milliseconds), a sleeping thread within a tenth of that.
+THREAD_SLEEPS_LAST = timedelta(milliseconds=5)
 LOOK_AGAIN_AFTER = timedelta(seconds=1)
 # How long a claim on a try holds: the longest an action may take (an HTTP action's timeout; a
 # Service Bus send bounds itself about as long), and a margin for recording its outcome. Past
@@ -107,11 +115,35 @@ class ExecutionWorker:
     def close(self) -> None:
         self._actions.close()
 
+    def read_ahead(self, message: Deliveries) -> None:
+        """Read the jobs of a message that came early, while there is time, so that at its due
+        time a delivery starts from the job as read (known_jobs.py): its first request is then
+        its claim, which the job's etag checks. A job already known is not read."""
+        if time_to_wait(message.due, self._clock()) is None:
+            return  # it goes back on the queue
+        for delivery in message.carried:
+            if message.due - self._clock() < READ_AHEAD_UNTIL:
+                return
+            if self._known.get(delivery.job) is not None:
+                continue
+            try:
+                stored = self._store.job(delivery.job)
+            except Exception:
+                # Only time was to be saved: the delivery reads the job at its due time, and
+                # fails there, as it would have, if storage still fails.
+                log.debug("%s", _line(delivery, "could not read ahead"), exc_info=True)
+                return
+            if stored is not None:
+                self._known.offer(stored)
+
     def seconds_until_due(self, message: Deliveries) -> float:
         """How long a message that came early should wait (awaited by the function, so that
-        the wait holds no worker thread); 0 when it is due, or too early to wait for."""
+        the wait holds no worker thread): until THREAD_SLEEPS_LAST before its due time; 0 when
+        it is due, or too early to wait for."""
         wait = time_to_wait(message.due, self._clock())
-        return 0.0 if wait is None else wait.total_seconds()
+        if wait is None:
+            return 0.0
+        return max(wait - THREAD_SLEEPS_LAST, timedelta(0)).total_seconds()
 
     def handle(self, message: Deliveries, dequeue_count: int) -> None:
         """Handle one message; raises (so the host retries it) only when it could not finish.

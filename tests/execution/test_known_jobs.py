@@ -1,5 +1,6 @@
-"""A job this process wrote last is not read again for its next occurrence, and a job that
-someone else changed since is acted on as stored (shared/execution/known_jobs.py)."""
+"""A job this process wrote last is not read again for its next occurrence, a job whose message
+came early is read while the message waits rather than at its due time, and a job that someone
+else changed since is acted on as stored (shared/execution/known_jobs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 import pytest
 
 from shared.domain.ids import CollectionId, JobId
+from shared.execution import messages
 from shared.execution.known_jobs import KnownJobs
+from shared.execution.worker import READ_AHEAD_UNTIL, THREAD_SLEEPS_LAST
 from shared.storage.documents import Stored
 from shared.storage.table_store import TableStore
 from tests.pipeline import START, Pipeline
@@ -27,6 +30,22 @@ class CountedReads(WrappedStore):
     def job(self, job: JobId) -> Any:
         self.reads.append(job)
         return self.inner.job(job)
+
+
+def once(target: Target, path: str, **properties: Any) -> dict[str, Any]:
+    action = {"type": "Http", "request": {"uri": target.url(path), "method": "POST"},
+              "retryPolicy": {"retryType": "None"}}  # fmt: skip
+    return {"startTime": START.isoformat(), "action": action} | properties
+
+
+def taken_off_the_queue(pipeline: Pipeline) -> tuple[str, messages.Deliveries]:
+    """The one message the next minute brings, not handled: the test hands it in itself."""
+    received: list[str] = []
+    pipeline.advance(MINUTE, on_message=lambda text, count: received.append(text))
+    [text] = received
+    message = messages.received(text)
+    assert isinstance(message, messages.Deliveries)
+    return text, message
 
 
 def every_minute(target: Target, path: str, **properties: Any) -> dict[str, Any]:
@@ -71,6 +90,77 @@ def test_a_job_changed_by_another_writer_is_acted_on_as_stored(
     pipeline.advance(3 * MINUTE)
     assert len(target.received("/after")) == called
     assert pipeline.job(job).document.state.value == "disabled"
+
+
+@pytest.mark.services
+def test_a_job_is_read_while_its_early_message_waits_and_not_again_at_its_due_time(
+    storage: str, target: Target
+) -> None:
+    store = CountedReads(TableStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=store)
+    target.answer("/ahead", 200)
+    job = pipeline.put_job("ahead", once(target, "/ahead"))
+    text, message = taken_off_the_queue(pipeline)
+    store.reads.clear()
+    pipeline.clock.at = message.due - timedelta(seconds=1)  # as the queue hands it: early
+    pipeline.executor.read_ahead(message)
+    assert store.reads == [job]
+    # The function awaits all but the last few milliseconds, which the thread sleeps.
+    assert pipeline.executor.seconds_until_due(message) == (
+        timedelta(seconds=1) - THREAD_SLEEPS_LAST
+    ).total_seconds()
+    pipeline.clock.at = message.due
+    pipeline.handle(text, 1)
+    assert store.reads == [job]  # its first request at its time was its claim
+    assert len(target.received("/ahead")) == 1
+    assert [entry["status"] for entry in pipeline.history(job)] == ["Completed"]
+
+
+@pytest.mark.services
+def test_a_job_changed_after_it_was_read_ahead_is_acted_on_as_stored(
+    storage: str, target: Target
+) -> None:
+    store = CountedReads(TableStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=store)
+    target.answer("/changed-ahead", 200)
+    job = pipeline.put_job("changed-ahead", once(target, "/changed-ahead"))
+    text, message = taken_off_the_queue(pipeline)
+    pipeline.clock.at = message.due - timedelta(seconds=1)
+    pipeline.executor.read_ahead(message)
+    pipeline.put_job("changed-ahead", once(target, "/changed-ahead", state="Disabled"))
+    store.reads.clear()
+    pipeline.clock.at = message.due
+    pipeline.handle(text, 1)
+    assert target.received("/changed-ahead") == []
+    assert store.reads == [job]  # the claim on the job as read ahead lost: read, then skipped
+    assert pipeline.job(job).document.state.value == "disabled"
+
+
+@pytest.mark.services
+def test_nothing_is_read_ahead_when_the_due_time_is_too_near_or_too_far(
+    storage: str, target: Target
+) -> None:
+    store = CountedReads(TableStore.from_connection_string(storage))
+    pipeline = Pipeline(storage, store=store)
+    target.answer("/near", 200)
+    pipeline.put_job("near", once(target, "/near"))
+    _, message = taken_off_the_queue(pipeline)
+    store.reads.clear()
+    for early in (READ_AHEAD_UNTIL / 2, timedelta(minutes=1)):
+        pipeline.clock.at = message.due - early
+        pipeline.executor.read_ahead(message)
+    assert store.reads == []
+
+
+def test_a_read_does_not_replace_what_this_process_wrote_meanwhile() -> None:
+    job = JobId(CollectionId("sub", "group", "jc"), "job")
+    known = KnownJobs()
+    known.remember(Stored(job, None, "written"))  # type: ignore[arg-type]
+    known.offer(Stored(job, None, "read before the write"))  # type: ignore[arg-type]
+    assert known.get(job) == Stored(job, None, "written")  # type: ignore[arg-type]
+    known.forget(job)
+    known.offer(Stored(job, None, "read"))  # type: ignore[arg-type]
+    assert known.get(job) == Stored(job, None, "read")  # type: ignore[arg-type]
 
 
 def test_the_least_recently_used_job_goes_first_and_a_lost_write_forgets() -> None:
