@@ -913,7 +913,7 @@ def report(
     load_words = f"{options.jobs} jobs a minute, {loaded['rate']:.1f}/s, {options.measure:.0f} s"
     rows = [
         (f"lone job lateness p50 / p99 (one-offs 2 s apart, {alone['calls']:.0f} calls)",
-         f"{alone['p50']:.0f} / {alone['p99']:.0f} ms", "p99 ≤ 200 ms"),
+         f"{alone['p50']:.1f} / {alone['p99']:.1f} ms", "p99 ≤ 200 ms"),
         (f"lateness p50 under load ({load_words})", f"{loaded['p50']:.0f} ms", "≤ 150 ms"),
         ("lateness p99 under the same load", f"{loaded['p99']:.0f} ms", "≤ 1,000 ms"),
         ("storage requests per execution (every request of the host)",

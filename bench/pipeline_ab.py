@@ -1,12 +1,13 @@
 """A/B of the execution pipeline: `bench.pipeline` on a chosen commit, then on this one, back to
 back on one machine, and the measures that matter side by side.
 
-Each commit is checked out with `git worktree add` into a temporary folder (removed at the end)
-and runs its own `python -m bench.pipeline` with the same options and the same Python, on a
-fresh Azurite; what it writes to its bench/results/pipeline.md is read back. The report
-(bench/results/pipeline_ab.md, or `--output`) puts side by side: the lone job's lateness p99,
-storage requests per execution and lateness under load, and the highest sustained rate; and
-keeps both runs' own reports below.
+Each commit is checked out with `git worktree add` into a temporary folder (removed at the end),
+its `bench/` replaced by this checkout's, so that one harness measures both and only the app
+differs; it runs `python -m bench.pipeline` with the same options and the same Python, on a
+fresh Azurite, and what that writes to bench/results/pipeline.md is read back. The report
+(bench/results/pipeline_ab.md, or `--output`) puts side by side: the lone job's lateness,
+lateness and storage requests per execution under load, memory growth over the soak, and the
+highest sustained rate; and keeps both runs' own reports below.
 
 The options default to a shorter run than `bench.pipeline`'s own (no 10-minute soak, 1,000
 rows beside the tick instead of 100,000, steps of 20 executions/s past the load up to 120/s):
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,9 +43,12 @@ PIPELINE_OPTIONS = {
 class Measured:
     """What one run's report says, read from its table."""
 
+    lone_p50_ms: float
     lone_p99_ms: float
+    load_p50_ms: float
     load_p99_ms: float
     requests_per_execution: float
+    rss_growth_percent: float  # over the soak
     sustained_rate: float  # executions/s, the highest with lateness p99 < 1 s
     report: str
 
@@ -56,9 +61,12 @@ class Measured:
             return float(found.group(1).replace(",", ""))
 
         return cls(
-            lone_p99_ms=number(r"\| lone job lateness p50 / p99 [^|]*\| [\d,]+ / ([\d,]+) ms"),
-            load_p99_ms=number(r"\| lateness p99 under the same load \| ([\d,]+) ms"),
+            lone_p50_ms=number(r"\| lone job lateness p50 / p99 [^|]*\| ([\d,.]+) / "),
+            lone_p99_ms=number(r"\| lone job lateness p50 / p99 [^|]*\| [\d,.]+ / ([\d,.]+) ms"),
+            load_p50_ms=number(r"\| lateness p50 under load [^|]*\| ([\d,.]+) ms"),
+            load_p99_ms=number(r"\| lateness p99 under the same load \| ([\d,.]+) ms"),
             requests_per_execution=number(r"\| storage requests per execution [^|]*\| ([\d.]+)"),
+            rss_growth_percent=number(r"\| RSS over [^|]*\|[^|(]*\(([-+\d.]+)%\)"),
             sustained_rate=number(r"\| highest sustained rate with p99 < 1 s \| ([\d.]+)/s"),
             report=text,
         )
@@ -70,6 +78,9 @@ def run_pipeline(commit: str, folder: Path, options: list[str]) -> Measured:
                    check=True, capture_output=True)  # fmt: skip
     # Azurite and the other Node packages are this checkout's (a worktree has none of its own).
     (tree / "node_modules").symlink_to(ROOT / "node_modules")
+    # The harness is this checkout's: what differs between the two runs is the app alone.
+    shutil.rmtree(tree / "bench")
+    shutil.copytree(ROOT / "bench", tree / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     try:
         subprocess.run([sys.executable, "-m", "bench.pipeline", *options], cwd=tree, check=True,
                        timeout=RUN_TIMEOUT_S)  # fmt: skip
@@ -82,13 +93,16 @@ def run_pipeline(commit: str, folder: Path, options: list[str]) -> Measured:
 def report(base: tuple[str, Measured], work: tuple[str, Measured], options: list[str]) -> str:
     (base_commit, before), (work_commit, after) = base, work
     rows = [
+        ("lone job lateness p50, ms", before.lone_p50_ms, after.lone_p50_ms),
         ("lone job lateness p99, ms", before.lone_p99_ms, after.lone_p99_ms),
+        ("lateness p50 under load, ms", before.load_p50_ms, after.load_p50_ms),
         ("lateness p99 under load, ms", before.load_p99_ms, after.load_p99_ms),
         ("storage requests per execution", before.requests_per_execution,
          after.requests_per_execution),
         ("highest sustained rate (p99 < 1 s), executions/s", before.sustained_rate,
          after.sustained_rate),
     ]  # fmt: skip
+    growth = (before.rss_growth_percent, after.rss_growth_percent)
     lines = [
         "# Execution pipeline, A/B",
         "",
@@ -99,6 +113,7 @@ def report(base: tuple[str, Measured], work: tuple[str, Measured], options: list
         "| measure | base | work | work / base |",
         "|---|---:|---:|---:|",
         *(f"| {label} | {b:g} | {a:g} | {a / b:.2f} |" for label, b, a in rows),
+        f"| RSS growth over the soak, % | {growth[0]:+g} | {growth[1]:+g} | |",
         "",
         "## Base's own report",
         "",
