@@ -3,11 +3,11 @@
 A recurring job's next occurrence is most often handled by the process that recorded the last
 one, and that process knows what it wrote (the document and its new etag); a message that comes
 early has its jobs read while it waits (`ExecutionWorker.read_ahead`). A delivery starts from
-that instead of reading the job at its due time; this is safe because a known job is only ever acted
-on through a write made on its etag: if anyone changed the job since (the API, another process,
-a delete), that write fails, the job is forgotten, and the delivery reads it from storage and
-decides again. A decision that writes nothing (skip, come back later) is never taken on a
-known job alone: it is taken again on a fresh read (`ExecutionWorker._start`).
+that instead of reading the job at its due time; this is safe because a known job is only ever
+acted on through a write made on its etag: if anyone changed the job since (the API, another
+process, a delete), that write fails, the job is forgotten, and the delivery reads it from
+storage and decides again. A decision that writes nothing (skip, come back later) is never
+taken on a known job alone: it is taken again on a fresh read (`ExecutionWorker._start`).
 
 So a stale entry costs one failed write, never a wrong action. At most MOST_KNOWN jobs are
 kept, the least recently used going first.

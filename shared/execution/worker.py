@@ -2,11 +2,12 @@
 
 Per delivery: read the job and its collection's state (point reads, not a query: a query scans
 the partition, history included; the state read is shared with the collection's other jobs due
-at the same instant), decide (`decisions.plan`), perform the action, then record the outcome,
-the job's new status and what follows in one etag-checked batch (`decisions.settle`), and only
-then send what follows. Sending last means a crash can lose the follow-up only while the message
-itself is still on the queue: its redelivery finds the attempt finished and sends the follow-up
-again (`Resend`).
+at the same instant; the job is read ahead while an early message waits, or not at all when
+this process knows it, known_jobs.py), decide (`decisions.plan`), claim the try, perform the
+action, then record the outcome, the job's new status and what follows in one etag-checked
+batch (`decisions.settle`), and only then send what follows. Sending last means a crash can
+lose the follow-up only while the message itself is still on the queue: its redelivery finds
+the attempt finished and sends the follow-up again (`Resend`).
 
 A message that keeps failing is given up on at its last delivery: its attempt is recorded as
 failed, the job moves on, and the host moves the message to the poison queue.
