@@ -21,6 +21,8 @@ Jobs live in Standard collections of 50, as a quota of 50 requires.
 fresh Azurite, ramped until p99 lateness reaches 1 s (about 35 minutes for the pair); the target
 counts calls per execution id, so that an occurrence run twice or skipped shows. Its section of
 bench/results/pipeline.md is replaced, the rest kept (and the full run keeps that section).
+`--lone-only` runs the lone phase alone and prints each call's lateness on one line (`LONE`
+and a JSON list, in ms), writing nothing: `bench.lone_ab` compares two commits with it.
 Run with `python -m bench.pipeline` (30 minutes, more if many steps pass beyond the load);
 results go to bench/results/pipeline.md.
 """
@@ -28,6 +30,7 @@ results go to bench/results/pipeline.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -41,7 +44,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -57,6 +60,7 @@ from devhost import azurite
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "pipeline.md"
+LONE_MARK = "LONE"  # what --lone-only prints before the lateness of each call
 JOBS_PER_COLLECTION = 50
 DEFINED_AT = datetime(2026, 1, 1, tzinfo=UTC)  # of the tick phase's index rows: any instant will do
 
@@ -320,19 +324,24 @@ def spread_minute(count: int, first: datetime) -> list[datetime]:
 
 
 def lone(host: Host, calls: Calls, jobs: int) -> dict[str, float]:
-    first = datetime.now(UTC) + timedelta(seconds=10)
-    host.put_jobs(
-        [host.job_body(first + timedelta(seconds=2 * n), recurring=False) for n in range(jobs)]
-    )
-    began = first.timestamp() - 1
-    time.sleep((first - datetime.now(UTC)).total_seconds() + 2 * jobs + 3)
-    late = calls.since(began)
+    late = lone_lateness(host, calls, jobs)
     return {
         "calls": len(late),
         "p50": statistics.median(late),
         "p99": percentile(late, 0.99),
         "max": max(late),
     }
+
+
+def lone_lateness(host: Host, calls: Calls, jobs: int) -> list[float]:
+    """How late (ms) each of `jobs` one-offs 2 s apart was called, nothing else running."""
+    first = datetime.now(UTC) + timedelta(seconds=10)
+    host.put_jobs(
+        [host.job_body(first + timedelta(seconds=2 * n), recurring=False) for n in range(jobs)]
+    )
+    began = first.timestamp() - 1
+    time.sleep((first - datetime.now(UTC)).total_seconds() + 2 * jobs + 3)
+    return calls.since(began)
 
 
 def add_jobs(host: Host, count: int, lead: float | None = None) -> datetime:
@@ -813,6 +822,9 @@ def _arguments() -> argparse.ArgumentParser:
     )
     parser.add_argument("--soak", type=float, default=600.0, help="seconds of the memory soak")
     parser.add_argument("--lone", type=int, default=60)
+    parser.add_argument(
+        "--lone-only", action="store_true", help="only the lone phase: print each call's lateness"
+    )
     parser.add_argument("--ramp-step", type=int, default=900, help="jobs added per ramp step")
     parser.add_argument("--step-measure", type=float, default=60.0, help="seconds per ramp step")
     parser.add_argument("--beyond-step", type=int, default=300, help="jobs per step after load")
@@ -838,6 +850,26 @@ def _arguments() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def running() -> Iterator[tuple[str, Host, Calls]]:
+    """A fresh Azurite (its connection string), the host in this process on it, and an HTTP
+    target in another process (what it noted), all stopped at the end."""
+    emulator = azurite.start()
+    calls_path = Path(tempfile.mkdtemp(prefix="bench-calls-")) / "calls.log"
+    calls_path.touch()
+    target = _start_target(calls_path)
+    host: Host | None = None
+    try:
+        host = Host(emulator.connection_string, f"http://127.0.0.1:{target.port}/hook")
+        yield emulator.connection_string, host, Calls(calls_path)
+    finally:
+        for runner in host.runners if host is not None else ():
+            runner.stop()
+        time.sleep(1)
+        target.stop()
+        emulator.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     options = _arguments().parse_args(argv)
 
@@ -852,15 +884,15 @@ def main(argv: list[str] | None = None) -> int:
         print(section_of(RESULTS.read_text(), COMPARE_HEADING))
         return 0
 
-    emulator = azurite.start()
-    calls_path = Path(tempfile.mkdtemp(prefix="bench-calls-")) / "calls.log"
-    calls_path.touch()
-    target = _start_target(calls_path)
-    try:
-        host = Host(emulator.connection_string, f"http://127.0.0.1:{target.port}/hook")
-        calls = Calls(calls_path)
+    if options.lone_only:
+        with running() as (_, host, calls):
+            late = lone_lateness(host, calls, options.lone)
+        print(LONE_MARK, json.dumps(late), flush=True)
+        return 0
+
+    with running() as (storage, host, calls):
         # Azurite's own rate and the tick first, while nothing else runs.
-        raw = raw_queue_rate(emulator.connection_string)
+        raw = raw_queue_rate(storage)
         log(f"raw queue: {raw:.1f}/s")
         ticks = tick_rows(host, 1000, options.extra_rows)
         log(f"ticks: {ticks}")
@@ -877,12 +909,6 @@ def main(argv: list[str] | None = None) -> int:
             ramped += ramp(host, calls=calls, jobs=options.jobs, step=options.beyond_step,
                            most=options.beyond_most, measure=options.step_measure,
                            log=log)  # fmt: skip
-    finally:
-        for runner in host.runners if "host" in locals() else ():
-            runner.stop()
-        time.sleep(1)
-        target.stop()
-        emulator.stop()
     text = report(alone=alone, loaded=loaded, ramped=ramped, raw=raw, ticks=ticks, options=options)
     # The comparison of worker processes is a mode of its own: its last figures stay.
     kept = section_of(RESULTS.read_text(), COMPARE_HEADING) if RESULTS.exists() else ""

@@ -18,11 +18,13 @@ about 15 minutes a side. Run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,22 +74,39 @@ class Measured:
         )
 
 
-def run_pipeline(commit: str, folder: Path, options: list[str]) -> Measured:
+@contextlib.contextmanager
+def checked_out(commit: str, folder: Path) -> Iterator[Path]:
+    """`commit`'s app in a worktree under `folder`, with this checkout's harness (bench/) and
+    Node packages; removed at the end."""
     tree = folder / commit[:12]
     subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT,
                    check=True, capture_output=True)  # fmt: skip
-    # Azurite and the other Node packages are this checkout's (a worktree has none of its own).
-    (tree / "node_modules").symlink_to(ROOT / "node_modules")
-    # The harness is this checkout's: what differs between the two runs is the app alone.
-    shutil.rmtree(tree / "bench")
-    shutil.copytree(ROOT / "bench", tree / "bench", ignore=shutil.ignore_patterns("__pycache__"))
     try:
-        subprocess.run([sys.executable, "-m", "bench.pipeline", *options], cwd=tree, check=True,
-                       timeout=RUN_TIMEOUT_S)  # fmt: skip
-        return Measured.from_report((tree / "bench" / "results" / "pipeline.md").read_text())
+        # Azurite and the other Node packages are this checkout's (a worktree has none).
+        (tree / "node_modules").symlink_to(ROOT / "node_modules")
+        # The harness is this checkout's: what differs between the two runs is the app alone.
+        shutil.rmtree(tree / "bench")
+        shutil.copytree(
+            ROOT / "bench", tree / "bench", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        yield tree
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                        check=False, capture_output=True)  # fmt: skip
+
+
+def resolved(name: str) -> str:
+    """The full commit id `name` (a commit, branch or tag) stands for."""
+    found = subprocess.run(["git", "rev-parse", "--verify", f"{name}^{{commit}}"], cwd=ROOT,
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    return found.stdout.strip()
+
+
+def run_pipeline(commit: str, folder: Path, options: list[str]) -> Measured:
+    with checked_out(commit, folder) as tree:
+        subprocess.run([sys.executable, "-m", "bench.pipeline", *options], cwd=tree, check=True,
+                       timeout=RUN_TIMEOUT_S)  # fmt: skip
+        return Measured.from_report((tree / "bench" / "results" / "pipeline.md").read_text())
 
 
 def report(base: tuple[str, Measured], work: tuple[str, Measured], options: list[str]) -> str:
@@ -137,11 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in zip(passed_on[::2], passed_on[1::2], strict=True):
         options[name] = value
     flat = [part for pair in options.items() for part in pair]
-    commits = []
-    for name in (parsed.base, parsed.work):
-        resolved = subprocess.run(["git", "rev-parse", "--verify", f"{name}^{{commit}}"],
-                                  cwd=ROOT, capture_output=True, text=True, check=True)  # fmt: skip
-        commits.append(resolved.stdout.strip())
+    commits = [resolved(parsed.base), resolved(parsed.work)]
     folder = Path(tempfile.mkdtemp(prefix="bench-pipeline-ab-"))
     base = (commits[0], run_pipeline(commits[0], folder, flat))
     work = (commits[1], run_pipeline(commits[1], folder, flat))

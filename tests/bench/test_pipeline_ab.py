@@ -1,10 +1,12 @@
-"""bench.pipeline_ab reads back what bench.pipeline's report says: the two are written apart,
-and a change to one line of the report must not pass unnoticed into a wrong comparison."""
+"""bench.pipeline_ab reads back what bench.pipeline's report says (the two are written apart,
+and a change to one line of the report must not pass unnoticed into a wrong comparison), and
+bench.lone_ab pools its rounds."""
 
 from __future__ import annotations
 
 import argparse
 
+from bench.lone_ab import report as lone_report
 from bench.pipeline import report
 from bench.pipeline_ab import Measured
 
@@ -26,3 +28,14 @@ def test_the_ab_reads_each_figure_of_the_pipelines_report() -> None:
     assert measured.requests_per_execution == 1.27
     assert measured.rss_growth_percent == 4.3
     assert measured.sustained_rate == 100.0  # 110/s missed its p99
+
+
+def test_the_lone_ab_reports_each_round_and_all_rounds_pooled() -> None:
+    base = [10.0] * 99 + [20.0]
+    work = [5.0] * 99 + [15.0]
+    text = lone_report("a" * 40, "b" * 40, [(base, work), (base, [6.0] * 100)])
+    assert "| round 1 | 100 / 100 | 10.0 / 20.0 / 20.0 | 5.0 / 15.0 / 15.0 | 0.75 |" in text
+    assert "| round 2 | 100 / 100 | 10.0 / 20.0 / 20.0 | 6.0 / 6.0 / 6.0 | 0.30 |" in text
+    # Pooled, the 99th percentile of 200 calls is the second slowest: work's lone 15 ms call
+    # is its maximum, no longer its p99.
+    assert "| all rounds | 200 / 200 | 10.0 / 20.0 / 20.0 | 6.0 / 6.0 / 15.0 | 0.30 |" in text
