@@ -32,6 +32,12 @@ class CountedReads(WrappedStore):
         return self.inner.job(job)
 
 
+def counting_reads(storage: str) -> tuple[CountedReads, Pipeline]:
+    """A pipeline on a store that notes which jobs it reads."""
+    store = CountedReads(TableStore.from_connection_string(storage))
+    return store, Pipeline(storage, store=store)
+
+
 def once(target: Target, path: str, **properties: Any) -> dict[str, Any]:
     action = {"type": "Http", "request": {"uri": target.url(path), "method": "POST"},
               "retryPolicy": {"retryType": "None"}}  # fmt: skip
@@ -59,8 +65,7 @@ def every_minute(target: Target, path: str, **properties: Any) -> dict[str, Any]
 def test_a_recurring_job_is_read_once_then_known_from_its_own_writes(
     storage: str, target: Target
 ) -> None:
-    store = CountedReads(TableStore.from_connection_string(storage))
-    pipeline = Pipeline(storage, store=store)
+    store, pipeline = counting_reads(storage)
     target.answer("/known", 200)
     job = pipeline.put_job("known", every_minute(target, "/known"))
     store.reads.clear()
@@ -96,8 +101,7 @@ def test_a_job_changed_by_another_writer_is_acted_on_as_stored(
 def test_a_job_is_read_while_its_early_message_waits_and_not_again_at_its_due_time(
     storage: str, target: Target
 ) -> None:
-    store = CountedReads(TableStore.from_connection_string(storage))
-    pipeline = Pipeline(storage, store=store)
+    store, pipeline = counting_reads(storage)
     target.answer("/ahead", 200)
     job = pipeline.put_job("ahead", once(target, "/ahead"))
     text, message = taken_off_the_queue(pipeline)
@@ -120,8 +124,7 @@ def test_a_job_is_read_while_its_early_message_waits_and_not_again_at_its_due_ti
 def test_a_job_changed_after_it_was_read_ahead_is_acted_on_as_stored(
     storage: str, target: Target
 ) -> None:
-    store = CountedReads(TableStore.from_connection_string(storage))
-    pipeline = Pipeline(storage, store=store)
+    store, pipeline = counting_reads(storage)
     target.answer("/changed-ahead", 200)
     job = pipeline.put_job("changed-ahead", once(target, "/changed-ahead"))
     text, message = taken_off_the_queue(pipeline)
@@ -140,8 +143,7 @@ def test_a_job_changed_after_it_was_read_ahead_is_acted_on_as_stored(
 def test_nothing_is_read_ahead_when_the_due_time_is_too_near_or_too_far(
     storage: str, target: Target
 ) -> None:
-    store = CountedReads(TableStore.from_connection_string(storage))
-    pipeline = Pipeline(storage, store=store)
+    store, pipeline = counting_reads(storage)
     target.answer("/near", 200)
     pipeline.put_job("near", once(target, "/near"))
     _, message = taken_off_the_queue(pipeline)
