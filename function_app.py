@@ -83,7 +83,10 @@ async def executor(message: func.QueueMessage) -> None:
         # A message comes up to 1.5 s early (visibility delays are whole seconds): its jobs are
         # read meanwhile, and the rest of the wait is awaited, so that it holds no worker
         # thread; the work itself is blocking I/O.
-        await loop.run_in_executor(running.blocking_threads, running.worker.read_ahead, received)
+        if running.worker.unread(received):
+            await loop.run_in_executor(
+                running.blocking_threads, running.worker.read_ahead, received
+            )
         await asyncio.sleep(running.worker.seconds_until_due(received))
         await loop.run_in_executor(
             running.blocking_threads, running.worker.handle, received, dequeue_count or 1

@@ -27,7 +27,7 @@ from bench.schedule import machine
 RESULTS = Path(__file__).parent / "results" / "lone_ab.md"
 
 
-def lone_lateness(tree: Path, calls: int) -> list[float]:
+def lone_run(tree: Path, calls: int) -> list[float]:
     """Each call's lateness (ms) in one lone-only run of the app in `tree`."""
     ran = subprocess.run(
         [sys.executable, "-m", "bench.pipeline", "--lone-only", "--lone", str(calls)],
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         base_tree = trees.enter_context(checked_out(base, folder))
         work_tree = trees.enter_context(checked_out(work, folder))
         for number in range(1, options.rounds + 1):
-            before = lone_lateness(base_tree, options.calls)
-            after = lone_lateness(work_tree, options.calls)
+            before = lone_run(base_tree, options.calls)
+            after = lone_run(work_tree, options.calls)
             print(f"round {number}: base {figures(before)} ms, work {figures(after)} ms")
             rounds.append((before, after))
     text = report(base, work, rounds)

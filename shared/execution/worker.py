@@ -116,17 +116,23 @@ class ExecutionWorker:
     def close(self) -> None:
         self._actions.close()
 
+    def unread(self, message: Deliveries) -> list[Delivery]:
+        """The deliveries whose jobs `read_ahead` would read now: none when the message is due
+        within READ_AHEAD_UNTIL or too early to wait for, else those whose job is not known. No
+        I/O: the function asks before it hands the reading to a thread, since under load most
+        jobs are known and the hand-over would be for nothing."""
+        wait = time_to_wait(message.due, self._clock())
+        if wait is None or wait < READ_AHEAD_UNTIL:
+            return []
+        return [delivery for delivery in message.carried if self._known.get(delivery.job) is None]
+
     def read_ahead(self, message: Deliveries) -> None:
         """Read the jobs of a message that came early, while there is time, so that at its due
         time a delivery starts from the job as read (known_jobs.py): its first request is then
         its claim, which the job's etag checks. A job already known is not read."""
-        if time_to_wait(message.due, self._clock()) is None:
-            return  # it goes back on the queue
-        for delivery in message.carried:
+        for delivery in self.unread(message):
             if message.due - self._clock() < READ_AHEAD_UNTIL:
                 return
-            if self._known.get(delivery.job) is not None:
-                continue
             try:
                 stored = self._store.job(delivery.job)
             except Exception:
