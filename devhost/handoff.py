@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -36,8 +35,9 @@ from typing import Any
 from azure.storage.queue import QueueMessage as StoredMessage
 
 from devhost.triggers import QueuePoller, QueueSettings, QueueTrigger, queue_clients
+from shared.logs import app_logger
 
-log = logging.getLogger("devhost.handoff")
+log = app_logger("devhost.handoff")
 
 
 class HandOff:

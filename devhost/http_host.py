@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hmac
 import io
-import logging
 import os
 import re
 import socket
@@ -39,8 +38,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import azure.functions as func
 
 from devhost.invocation import invoke
+from shared.logs import app_logger
 
-log = logging.getLogger("devhost")
+log = app_logger("devhost")
 
 LARGEST_BODY = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 30.0

@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import logging
 import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from shared.logs import app_logger
+
 SYNC_THREAD_COUNT = "PYTHON_THREADPOOL_THREAD_COUNT"
 
-log = logging.getLogger("devhost")
+log = app_logger("devhost")
 
 
 def sync_thread_count(environment: Mapping[str, str]) -> int:

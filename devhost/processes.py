@@ -24,7 +24,6 @@ host, with an error (the Functions host would start another; here the failure sh
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import signal
@@ -38,6 +37,7 @@ from types import FrameType
 
 from devhost.handoff import HandOff
 from devhost.triggers import QueueSettings, host_extensions
+from shared.logs import app_logger
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_PROCESS_COUNT = "FUNCTIONS_WORKER_PROCESS_COUNT"
@@ -46,7 +46,7 @@ LISTEN_BACKLOG = 512  # Kestrel's default, as FunctionsHttpServer's
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")  # what .NET's int.Parse takes, within an int
 STOP_PATIENCE_S = 10.0  # how long a worker has to stop before it is killed
 
-log = logging.getLogger("devhost")
+log = app_logger("devhost")
 
 
 def worker_process_count(environment: Mapping[str, str]) -> int:

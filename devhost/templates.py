@@ -24,6 +24,8 @@ from typing import Any, NoReturn, TextIO
 
 import httpx
 
+from shared.logs import one_line
+
 API_VERSION = "2016-03-01"
 DEFAULT_URL = "http://127.0.0.1:7071"
 DEFAULT_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
@@ -68,20 +70,19 @@ def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     answer = client.post(f"{provider}/importTemplate", json=body)
     report = _json_answer(answer)
     for warning in answer.headers.get_list("warning"):
-        print(f"  warning: {warning}", file=out)
+        print(f"  warning: {one_line(warning)}", file=out)
     for resource in report.get("resources", []):
         reason = f" ({resource['reason']})" if resource.get("reason") else ""
-        print(
-            f"  {resource['outcome']:<11} {resource['type']} {resource['name']}{reason}", file=out
-        )
+        line = f"{resource['outcome']:<11} {resource['type']} {resource['name']}{reason}"
+        print(f"  {one_line(line)}", file=out)
         for warning in resource.get("warnings", []):
-            print(f"              warning: {warning}", file=out)
+            print(f"              warning: {one_line(str(warning))}", file=out)
     if "error" in report:
-        print(f"failed: {report['error'].get('message')}", file=out)
+        print(f"failed: {one_line(str(report['error'].get('message')))}", file=out)
     summary = ", ".join(
         f"{count} {outcome}" for outcome, count in report.get("summary", {}).items()
     )
-    print(f"{report.get('status', 'Failed')}: {summary or 'nothing to do'}", file=out)
+    print(one_line(f"{report.get('status', 'Failed')}: {summary or 'nothing to do'}"), file=out)
     return 0 if answer.status_code == 200 else 1
 
 
@@ -92,7 +93,8 @@ def _export(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     answer = client.post(f"{where}/exportTemplate")
     exported = _json_answer(answer)
     if answer.status_code != 200:
-        print(f"failed: {exported.get('error', {}).get('message', answer.text)}", file=out)
+        message = exported.get("error", {}).get("message", answer.text)
+        print(f"failed: {one_line(str(message))}", file=out)
         return 1
     template = exported["template"]
     text = json.dumps(template, indent=2) + "\n"

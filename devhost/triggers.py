@@ -18,7 +18,6 @@ import base64
 import binascii
 import contextlib
 import json
-import logging
 import os
 import re
 import threading
@@ -37,10 +36,11 @@ from azure.storage.queue import QueueMessage as StoredMessage
 from croniter import croniter
 
 from devhost.invocation import invoke
+from shared.logs import app_logger
 from shared.storage.clients import queue_from_connection_string
 from shared.storage.queue_http import QueueLike
 
-log = logging.getLogger("devhost.triggers")
+log = app_logger("devhost.triggers")
 PAST_DUE_AFTER = timedelta(seconds=1)
 FIRST_POLL_S = 0.1
 

@@ -30,7 +30,7 @@ from devhost.handoff import WorkerFeed
 from devhost.http_host import FunctionsHttpServer, http_functions
 from devhost.runtime import start_worker, uses_runtime
 from devhost.triggers import QueueTrigger, TimerTrigger, host_extensions, triggers_of
-from shared.logs import quiet_third_party_loggers
+from shared.logs import app_logger, quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
 FINISH_PATIENCE_S = 8.0  # under devhost.processes' patience, after which a worker is killed
@@ -111,7 +111,7 @@ def _stop_when_closed(pipe: int, stop: Callable[[], None]) -> None:
     killed with no chance to say so (its end closes with the process)."""
     while os.read(pipe, 1):
         pass
-    logging.getLogger("devhost").warning("the local host's parent process is gone: stopping")
+    app_logger("devhost").warning("the local host's parent process is gone: stopping")
     stop()
 
 

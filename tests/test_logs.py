@@ -19,7 +19,7 @@ from shared.api.arm import ApiRequest, serve
 from shared.api.classic.serving import serve_classic
 from shared.api.job_operations import put_job
 from shared.domain.wire import iso
-from shared.logs import QUIETED_LOGGERS
+from shared.logs import QUIETED_LOGGERS, one_line
 from shared.services import Services
 from tests.pipeline import START, Pipeline
 from tests.targets import Received, Target
@@ -145,6 +145,39 @@ def test_an_api_call_gives_one_access_line_without_its_query(
     assert access.levelno == logging.INFO
     assert re.fullmatch(rf"PUT {re.escape(path)} 201 \d+ ms", access.getMessage()), access.getMessage()
     assert_nothing_leaked(caplog, "function-key-123", "code=", "api-version", "secret123")
+
+
+def test_a_name_a_client_sent_cannot_forge_a_log_line(
+    pipeline: Pipeline, target: Target, caplog: pytest.LogCaptureFixture
+) -> None:
+    collection = pipeline.collection
+    path = f"{collection.arm_id}/jobs/forger"
+    route = {"subscriptionId": collection.subscription, "resourceGroupName": collection.resource_group,
+             "jobCollectionName": collection.name, "jobName": "forger"}  # fmt: skip
+    forged = "x\nERROR scheduler.executor: jc/payroll: faulted\u2028\x1b[31m"
+    body = {"properties": {**one_off(target, "/forger", retries=0), forged: 1}}
+    with caplog.at_level(logging.INFO):
+        response = serve(http_request("PUT", path, route, body=body), put_job, lambda: pipeline.services)
+    assert response.status_code == 201
+    [warning] = [record for record in api_lines(caplog) if record.levelno == logging.WARNING]
+    said = warning.getMessage()
+    assert "\n" not in said and "\u2028" not in said and "\x1b" not in said, said
+    assert "x\\nERROR scheduler.executor: jc/payroll: faulted\\u2028\\x1b[31m" in said, said
+
+
+@pytest.mark.parametrize(
+    ("text", "logged"),
+    [
+        ("plain name", "plain name"),
+        ("a\r\nb", "a\\r\\nb"),
+        ("bell\x07", "bell\\x07"),
+        ("c1\x85", "c1\\x85"),
+        ("Zürich", "Zürich"),
+    ],
+    ids=["plain", "crlf", "bell", "next-line", "non-ascii-kept"],
+)
+def test_one_line_escapes_only_what_breaks_a_line_or_drives_a_terminal(text: str, logged: str) -> None:
+    assert one_line(text) == logged
 
 
 def failing(request: ApiRequest, services: Services) -> Any:

@@ -8,7 +8,6 @@ into an `Outcome`.
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -21,8 +20,9 @@ from shared.domain.job_definition import Action, ActionName, ActionType, ErrorAc
 from shared.domain.job_document import secret_values
 from shared.domain.redaction import masked_values, redact_text
 from shared.domain.wire import JsonObject
+from shared.logs import app_logger
 
-log = logging.getLogger("scheduler.actions")
+log = app_logger("scheduler.actions")
 
 
 class Performed(NamedTuple):

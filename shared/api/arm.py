@@ -8,7 +8,6 @@ error through `errors.arm_error`.
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -28,6 +27,7 @@ from shared.api.errors import (
 )
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import IgnoredProperty, ignored_properties
+from shared.logs import app_logger
 from shared.services import Services
 from shared.storage.interface import Preconditions
 
@@ -37,7 +37,7 @@ SUPPORTED_API_VERSIONS = ("2016-03-01",)
 JSON_MEDIA_TYPES = frozenset({"application/json", "text/json"})
 MOST_NESTING = 512  # arrays and objects within one another in a request body (docs/behaviour.md)
 Body = TypeVar("Body", bound=BaseModel)
-log = logging.getLogger("scheduler.api")
+log = app_logger("scheduler.api")
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,16 @@ API's records of operations that its clients have long stopped polling for."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from shared.domain import history
 from shared.domain.history import KEPT_FOR, MOST_HISTORY, history_to_remove
+from shared.logs import app_logger
 from shared.storage.errors import StorageError
 from shared.storage.interface import Preconditions, Store
 
-log = logging.getLogger("scheduler.retention")
+log = app_logger("scheduler.retention")
 # A classic client polls an operation for seconds after making it; two days leave room for a
 # client that stopped and came back.
 OPERATIONS_KEPT_FOR = timedelta(days=2)

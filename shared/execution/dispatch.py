@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import math
 import threading
 import time
@@ -37,10 +36,11 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 from shared.domain.attempts import Delivery
 from shared.execution import messages
 from shared.execution.messages import MOST_PER_MESSAGE, Deliveries
+from shared.logs import app_logger
 from shared.storage.due_index import DueIndex
 from shared.storage.queue_http import QueueLike
 
-log = logging.getLogger("scheduler.dispatch")
+log = app_logger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
 PEEK_LIMIT = 32  # the most messages one peek of a queue returns (the queue service's limit)
 Item = TypeVar("Item")

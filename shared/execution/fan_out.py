@@ -11,7 +11,6 @@ between that send and the removal, and the executor recognises the duplicate del
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,10 +19,11 @@ from datetime import datetime, timedelta
 from shared.execution import messages
 from shared.execution.dispatch import Dispatcher, together
 from shared.execution.messages import DueRange
+from shared.logs import app_logger
 from shared.storage.due_index import DueIndex, DueRow
 from shared.storage.queue_http import QueueLike
 
-log = logging.getLogger("scheduler.fan_out")
+log = app_logger("scheduler.fan_out")
 SENDERS = 16
 # A range whose handler failed at its last delivery goes back on the queue as a fresh message
 # this much later, rather than to the poison queue: its rows are behind the watermark, and no

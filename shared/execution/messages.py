@@ -14,16 +14,16 @@ still run.
 from __future__ import annotations
 
 import json
-import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shared.domain.attempts import Delivery
 from shared.domain.wire import JsonObject
+from shared.logs import app_logger
 from shared.storage.queue_http import QueueLike
 
-log = logging.getLogger("scheduler.executor")  # a message dropped is the executor's to report
+log = app_logger("scheduler.executor")  # a message dropped is the executor's to report
 MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
 RANGE_KIND = "dueRange"  # the key that tells a range message from deliveries
 _GROUP = "deliveries"  # the key of several deliveries in one message

@@ -14,7 +14,6 @@ one, the tick stops at its budget and the next tick goes on from there.
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 from shared.execution.dispatch import Dispatcher
 from shared.execution.fan_out import Budget, FanOut, move, share
 from shared.execution.messages import DueRange
+from shared.logs import app_logger
 from shared.storage.due_index import BUCKET, DueIndex, DueRow, bucket_of, partitions_of, time_key
 
-log = logging.getLogger("scheduler.timer")
+log = app_logger("scheduler.timer")
 _SENDERS = 16
 _BEGINNING = datetime(2000, 1, 1, tzinfo=UTC)
 

@@ -19,7 +19,6 @@ the try as history does, and never the target's URL.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 import uuid
@@ -53,13 +52,14 @@ from shared.execution.dispatch import Dispatcher
 from shared.execution.known_jobs import KnownJobs
 from shared.execution.messages import Deliveries
 from shared.execution.outcome_log import attempt_line, outcome_line
+from shared.logs import app_logger
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.interface import Store, StoredJob
 from shared.storage.keys import jobs_partition
 from shared.transport import CALLS_AT_ONCE
 
-log = logging.getLogger("scheduler.executor")
+log = app_logger("scheduler.executor")
 # A message may become visible up to ~1.5 s before its attempt is due (see dispatch); one much
 # earlier than this goes back on the queue rather than hold a worker.
 MOST_EARLY = timedelta(seconds=5)

@@ -46,3 +46,21 @@ def test_a_refused_import_exits_1_and_says_why(service: Service) -> None:
     assert status == 1
     assert "failed: parameters, property " in printed
     assert "has no default value and none was given\nFailed: nothing to do" in printed
+
+
+def test_names_from_the_server_reach_the_terminal_escaped(service: Service, tmp_path: Path) -> None:
+    # A resource the service skips keeps the name the template gave it, whatever it holds.
+    name = "site\x1b[2J\nSucceeded: 0 Skipped"
+    template = {
+        "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#",
+        "contentVersion": "1.0.0.0",
+        "resources": [{"type": "Microsoft.Web/sites", "apiVersion": "2022-03-01", "name": name}],
+    }
+    written = tmp_path / "escapes.json"
+    written.write_text(json.dumps(template))
+    status, printed = run(service, "import", str(written), "--resource-group", "rg-escapes", "--what-if")
+    assert status == 0, printed
+    assert "\x1b" not in printed
+    [skipped] = [line for line in printed.splitlines() if "Microsoft.Web/sites" in line]
+    assert "site\\x1b[2J\\nSucceeded: 0 Skipped" in skipped
+    assert printed.splitlines()[-1] == "Succeeded: 1 Skipped"

@@ -11,7 +11,6 @@ succeeded (a refused one was answered with its error at once).
 from __future__ import annotations
 
 import json
-import logging
 import re
 import time
 import uuid
@@ -41,6 +40,7 @@ from shared.api.errors import (
 )
 from shared.domain.ids import CloudServiceId, CollectionId
 from shared.domain.problems import FieldError, InvalidRequest
+from shared.logs import app_logger
 from shared.services import Services
 from shared.storage.errors import NotFound
 
@@ -50,7 +50,7 @@ from shared.storage.errors import NotFound
 CLASSIC_API_VERSIONS = ("2014-04-01",)
 _MANAGEMENT_VERSION = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _OLDEST_MANAGEMENT_VERSION, _NEWEST_MANAGEMENT_VERSION = date(2012, 3, 1), date(2015, 4, 1)
-log = logging.getLogger("scheduler.api")
+log = app_logger("scheduler.api")
 
 
 def serve_classic(
