@@ -31,11 +31,12 @@ from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
 from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
-from shared.storage.concurrency import optimistic_attempts
+from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
 from shared.storage.interface import (
     JobSlot,
     Preconditions,
+    RunNowsInFlight,
     Store,
     Stored,
     StoredCloudService,
@@ -103,34 +104,31 @@ class Scheduling:
     def run_now(self, job: JobId, now: datetime) -> None:
         """An immediate execution of the job, through the same path as scheduled ones; Refused
         when the job or its collection has as many run-nows in flight as it may."""
-        stored = self._store.existing_job(job)
-        self._refuse_run_now_if_full(stored)
+        stored, in_flight = self._run_now_room(job)
         entry = Pending(Attempt(now, run_now=True), now)
         dispatched = self._dispatcher.dispatch(
             [Delivery(stored.id, stored.document.defined_at, entry)], now
         )
         with self._withdrawn_if_refused(dispatched):
-            for attempt in optimistic_attempts():
+            # Simultaneous run-nows of one collection collide on its gate, one winning a round.
+            for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
                 if attempt:
-                    stored = self._store.existing_job(job)
-                    self._refuse_run_now_if_full(stored, collection_checked=True)
+                    stored, in_flight = self._run_now_room(job)
                 document = stored.document.waiting_for([*stored.document.pending, entry])
-                if self._store.settle_job(stored, document, []):
+                if self._store.accept_run_now(stored, document, in_flight):
                     return
             raise ModifiedConcurrently("job")
 
-    def _refuse_run_now_if_full(
-        self, stored: StoredJob, *, collection_checked: bool = False
-    ) -> None:
-        """Refused past a run-now bound. The job's own count is exact (its write is checked
-        against the document counted); the collection's is a sum read just before, which
-        run-nows of other jobs accepted at the same moment may each pass."""
-        in_collection = (
-            0 if collection_checked else self._store.run_nows_in_flight(stored.id.collection)
-        )
-        refusal = run_now_refusal(stored.id.name, stored.document.run_nows_in_flight, in_collection)
+    def _run_now_room(self, job: JobId) -> tuple[StoredJob, RunNowsInFlight]:
+        """The job and its collection's run-nows in flight, as read for accepting one more;
+        Refused past a bound. Both counts are exact: the write that acts on them is checked
+        against the job and the collection's run-now gate as read here."""
+        stored = self._store.existing_job(job)
+        in_flight = self._store.run_nows_in_flight(job.collection)
+        refusal = run_now_refusal(job.name, stored.document.run_nows_in_flight, in_flight.count)
         if refusal:
             raise Refused(refusal)
+        return stored, in_flight
 
     @contextlib.contextmanager
     def _withdrawn_if_refused(self, dispatched: Dispatched) -> Iterator[None]:

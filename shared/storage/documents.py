@@ -75,6 +75,16 @@ class JobSlot:
 
 
 @dataclass(frozen=True)
+class RunNowsInFlight:
+    """The run-nows in flight of all a collection's jobs, counted just after its run-now gate
+    was read with `gate` as its etag (None: no gate row yet). A run-now accepted on the strength
+    of this count is written only if the gate still has that etag (`Store.accept_run_now`)."""
+
+    count: int
+    gate: str | None
+
+
+@dataclass(frozen=True)
 class PageBounds:
     """Which entries of a listing a page holds: up to `count` of them, from those whose key
     sorts after `after` (the last of the previous page; "" for the first), and `skip` more."""

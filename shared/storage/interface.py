@@ -23,6 +23,7 @@ from shared.storage.documents import (
     JobSlot,
     PageBounds,
     Preconditions,
+    RunNowsInFlight,
     Stored,
     StoredCloudService,
     StoredCollection,
@@ -34,6 +35,7 @@ __all__ = [
     "JobSlot",
     "PageBounds",
     "Preconditions",
+    "RunNowsInFlight",
     "Store",
     "Stored",
     "StoredCloudService",
@@ -95,8 +97,16 @@ class Store(Protocol):
         """A page of a collection's jobs in name order, optionally only those in one state; and
         what the next page starts after (None: no more)."""
 
-    def run_nows_in_flight(self, collection: CollectionId) -> int:
-        """The run-nows accepted and not yet recorded, of all a collection's jobs."""
+    def run_nows_in_flight(self, collection: CollectionId) -> RunNowsInFlight:
+        """The run-nows accepted and not yet recorded, of all a collection's jobs, with what
+        `accept_run_now` checks to know that none was accepted since."""
+
+    def accept_run_now(
+        self, stored: StoredJob, document: JobDocument, in_flight: RunNowsInFlight
+    ) -> StoredJob | None:
+        """Write a job's document holding one more run-now if neither the job nor its
+        collection's run-nows changed since `stored` and `in_flight` were read: the job as
+        written, or None when another writer came first (read both again and decide again)."""
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         """The job as read for a write (`save_job`, or a read-modify-write of the caller's); with

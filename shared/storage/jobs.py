@@ -23,6 +23,7 @@ from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.batches import (
     LARGEST_QUERY_PAGE,
+    RACES_LOST,
     ConditionalUpdate,
     unchanged_since,
     update_if_unchanged,
@@ -34,6 +35,8 @@ from shared.storage.documents import (
     JobSlot,
     PageBounds,
     Preconditions,
+    RunNowsInFlight,
+    Stored,
     StoredCollection,
     StoredJob,
     as_json,
@@ -42,7 +45,13 @@ from shared.storage.errors import ModifiedConcurrently, NotFound, QuotaExceeded
 from shared.storage.history import History
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
-from shared.storage.keys import AFTER_COUNTERS, HISTORY_MARK, job_row, jobs_partition
+from shared.storage.keys import (
+    AFTER_COUNTERS,
+    HISTORY_MARK,
+    RUN_NOW_GATE,
+    job_row,
+    jobs_partition,
+)
 from shared.storage.table_http import TableLike
 
 JOBS_TABLE = "jobs"
@@ -87,9 +96,18 @@ class Jobs:
         # spelling changed says "Enabled", of later ones "enabled"; a document reads either.
         return [job for job in found if state is None or job.document.state is state]
 
-    def run_nows_in_flight(self, collection: CollectionId) -> int:
+    def run_nows_in_flight(self, collection: CollectionId) -> RunNowsInFlight:
         """The run-nows in flight of all a collection's jobs: only that column, of only the jobs
-        that have any (a job written before the column existed counts none)."""
+        that have any (a job written before the column existed counts none).
+
+        The gate is read first: a run-now accepted after that changes it, so a count that misses
+        it cannot be acted on (`accept_run_now`)."""
+        try:
+            gate = self._jobs.table.get_entity(
+                jobs_partition(collection), RUN_NOW_GATE, select=["RowKey"]
+            ).metadata["etag"]
+        except ResourceNotFoundError:
+            gate = None
         query = (
             "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history"
             f" and {_RUN_NOWS} gt 0"
@@ -100,7 +118,32 @@ class Jobs:
             "history": HISTORY_MARK,
         }
         rows = self._jobs.table.query_entities(query, parameters=parameters, select=[_RUN_NOWS])
-        return sum(int(row.get(_RUN_NOWS) or 0) for row in rows)
+        count = sum(int(row.get(_RUN_NOWS) or 0) for row in rows)
+        return RunNowsInFlight(count, gate)
+
+    def accept_run_now(
+        self, stored: StoredJob, document: JobDocument, in_flight: RunNowsInFlight
+    ) -> StoredJob | None:
+        """Write the job's document holding one more run-now, and the collection's run-now gate,
+        in one batch, only if neither changed since they were read (`stored`, `in_flight`): the
+        job as now stored, or None when another run-now of the collection (or another writer of
+        the job) came first."""
+        gate = {"PartitionKey": jobs_partition(stored.id.collection), "RowKey": RUN_NOW_GATE}
+        gate_write: tuple[Any, ...] = (
+            ("create", gate)
+            if in_flight.gate is None
+            else ("update", gate, update_if_unchanged(in_flight.gate))
+        )
+        try:
+            written = self._jobs.table.submit_transaction(
+                [replacement(Stored(stored.id, document, stored.etag)), gate_write]
+            )
+        except TableTransactionError as failed:
+            # 409: the gate row that was not there when counted has been created since.
+            if failed.status_code in RACES_LOST or failed.status_code == 409:
+                return None
+            raise
+        return Stored(stored.id, document, written[0]["etag"], stored.incarnation)
 
     def jobs_page(
         self, collection: CollectionId, bounds: PageBounds, state: JobState | None = None

@@ -4,8 +4,9 @@ of a collection's jobs partition.
 Names are case-insensitive in ARM, so keys use the folded name. A subscription's collections
 share one partition (listing is one query); a collection's jobs share another, with their job
 counters, the collection's state (the executor's gate) and their history beside them. In key
-order: counter rows ("!count-<stripe>"), the gate ("!collection"), the jobs (their names start
-with a letter or digit), then history ("~<job row>:<entry id>": "~" sorts after every name).
+order: the gate ("!collection"), the run-now gate ("!collection.run-nows"), counter rows
+("!count-<stripe>"), the jobs (their names start with a letter or digit), then history
+("~<job row>:<entry id>": "~" sorts after every name).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ COUNTER_PREFIX = "!count-"
 AFTER_COUNTERS = "!count."  # "." sorts right after "-"
 # The collection's state, which the executor reads beside the job (see executor_records.py).
 COLLECTION_GATE = "!collection"
+# A row every accepted run-now rewrites, etag-checked, in the batch that counts it in its job:
+# run-nows of different jobs then collide on it, so the collection's bound is exact (jobs.py).
+# It sorts between the state and the counter rows ("l" < "o" < "u"), outside every job listing.
+RUN_NOW_GATE = "!collection.run-nows"
 HISTORY_MARK = "~"
 
 

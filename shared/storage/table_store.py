@@ -28,6 +28,7 @@ from shared.storage.documents import (
     JobSlot,
     PageBounds,
     Preconditions,
+    RunNowsInFlight,
     StoredCloudService,
     StoredCollection,
     StoredJob,
@@ -112,8 +113,13 @@ class TableStore:
     ) -> tuple[list[StoredJob], str | None]:
         return self._jobs.jobs_page(collection, bounds, state)
 
-    def run_nows_in_flight(self, collection: CollectionId) -> int:
+    def run_nows_in_flight(self, collection: CollectionId) -> RunNowsInFlight:
         return self._jobs.run_nows_in_flight(collection)
+
+    def accept_run_now(
+        self, stored: StoredJob, document: JobDocument, in_flight: RunNowsInFlight
+    ) -> StoredJob | None:
+        return self._jobs.accept_run_now(stored, document, in_flight)
 
     def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
         return self._jobs.job_slot(job, counted=counted)

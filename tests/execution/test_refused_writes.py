@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -99,7 +101,7 @@ def test_a_run_now_refused_because_every_write_lost_its_race_leaves_nothing(stor
     class LosingStore(WrappedStore):
         """Other writers change the job every time: no write of a run-now lands."""
 
-        def settle_job(self, *args: Any, **kwargs: Any) -> None:
+        def accept_run_now(self, *args: Any, **kwargs: Any) -> None:
             return None
 
     pipeline = Pipeline(storage, store=LosingStore(TableStore.from_connection_string(storage)))
@@ -168,3 +170,30 @@ def test_run_nows_in_flight_are_bounded_per_job_and_per_collection(pipeline: Pip
     assert len(target.received("/run")) == MOST_PER_COLLECTION
     run_now(jobs[0], pipeline.clock())  # once they have ended, a run-now goes again
     run_now(jobs[4], pipeline.clock())
+
+
+def test_simultaneous_run_nows_of_different_jobs_never_pass_the_collections_bound(
+    pipeline: Pipeline, target: Target
+) -> None:
+    target.answer("/racing", 200)
+    later = START + timedelta(minutes=30)
+    jobs = [JobId(pipeline.collection, f"racing-{n}") for n in range(60)]
+    for job in jobs:
+        save(pipeline, job, one_off(target, "/racing", later))
+    start = threading.Barrier(len(jobs))
+
+    def run_now(job: JobId) -> str:
+        start.wait(timeout=30)
+        try:
+            pipeline.services.scheduling.run_now(job, pipeline.clock())
+        except Refused as refused:
+            return refused.message
+        return "accepted"
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        answers = list(pool.map(run_now, jobs))
+    assert answers.count("accepted") == MOST_PER_COLLECTION, answers
+    refusal = "The job collection already has 10 run-nows in flight"
+    assert all(answer == "accepted" or answer.startswith(refusal) for answer in answers), answers
+    assert messages_on_the_queue(pipeline) == MOST_PER_COLLECTION  # the refused ones sent nothing
+    assert sum(pipeline.job(job).document.run_nows_in_flight for job in jobs) == MOST_PER_COLLECTION
