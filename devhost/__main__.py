@@ -79,6 +79,7 @@ def kept_key(folder: Path) -> str:
     """The function key kept in `folder` by an earlier run, or a new one, kept there (readable by
     its owner only) for the runs to come."""
     path = folder / KEY_NAME
+    azurite.keep_private(folder)  # a key file an earlier version left readable is made private
     try:
         kept = path.read_text().strip()
     except FileNotFoundError:
@@ -86,7 +87,6 @@ def kept_key(folder: Path) -> str:
     if kept:
         return kept
     key = secrets.token_urlsafe(32)
-    folder.mkdir(parents=True, exist_ok=True)
     with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
         file.write(key + "\n")
     return key
@@ -116,7 +116,7 @@ def _arguments() -> argparse.ArgumentParser:
 def _lock(folder: Path) -> IO[bytes] | None:
     """An exclusive lock on `folder`'s Azurite data (None: another process holds it), so that
     two local hosts never run two Azurites on the same files."""
-    folder.mkdir(parents=True, exist_ok=True)
+    azurite.keep_private(folder)
     handle = (folder / LOCK_NAME).open("ab")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -8,8 +8,10 @@ acknowledged (azurite-durable.cjs says how; docs/local-data.md what is kept).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -32,6 +34,8 @@ STANDARD_PORTS = (10000, 10001, 10002)
 # Usually 1-2 s; the first start after a machine boots, with Node's files not yet cached, once
 # took over 20 s here.
 STARTUP_TIMEOUT_S = 60.0
+# Azurite's process creates files readable by its owner only (keep_private).
+PRIVATE_UMASK = 0o077
 
 
 @dataclass
@@ -97,12 +101,12 @@ def start(
         durable = location is not None
     if not AZURITE.exists():
         raise RuntimeError(f"{AZURITE} is missing: run `npm ci` (make does) first")
-    ports = [port or free_port() for port in (blob_port, queue_port, table_port)]
+    ports = chosen_ports((blob_port, queue_port, table_port))
     temporary = None
     if location is None:
         temporary = tempfile.TemporaryDirectory(prefix="azurite-")
         location = Path(temporary.name)
-    location.mkdir(parents=True, exist_ok=True)
+    keep_private(location)
     # --skipApiVersionCheck: the current Python SDKs send API versions Azurite does not know yet.
     preload = ["--require", str(DURABLE)] if durable else []
     command = [
@@ -111,7 +115,10 @@ def start(
         "--blobPort", str(ports[0]), "--queuePort", str(ports[1]), "--tablePort", str(ports[2]),
         *options,
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # umask: the files Azurite creates are its owner's alone, as keep_private left the others.
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, umask=PRIVATE_UMASK
+    )
     azurite = Azurite(
         ports[0], ports[1], ports[2], process=process, location=location, temporary=temporary
     )
@@ -138,7 +145,8 @@ def standard_ports_or_free() -> tuple[int, int, int]:
     """Azurite's standard ports when all three are free, otherwise three free ones."""
     if all(is_free(port) for port in STANDARD_PORTS):
         return STANDARD_PORTS
-    return (free_port(), free_port(), free_port())
+    blob, queue, table = chosen_ports((0, 0, 0))
+    return blob, queue, table
 
 
 def empty(location: Path, keep: Container[str] = ()) -> None:
@@ -154,9 +162,39 @@ def empty(location: Path, keep: Container[str] = ()) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return chosen_ports((0,))[0]
+
+
+def chosen_ports(wanted: Sequence[int]) -> list[int]:
+    """`wanted` with each 0 replaced by a free port, no two alike and none of the given ones.
+
+    Every probe socket stays bound until all are chosen: a port the kernel hands out is free
+    again once its probe closes, and asking one at a time has handed back the same port twice.
+    """
+    with contextlib.ExitStack() as probes:
+
+        def free() -> int:
+            while True:
+                probe = probes.enter_context(socket.socket())
+                probe.bind(("127.0.0.1", 0))
+                found = int(probe.getsockname()[1])
+                if found not in wanted:
+                    return found
+
+        return [port or free() for port in wanted]
+
+
+def keep_private(folder: Path) -> None:
+    """Make `folder` (created if missing) and everything in it its owner's alone: folders 0700,
+    files 0600, whatever modes an earlier run left. Local data holds jobs' secrets in plain
+    text, and the function key."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in (folder, *folder.rglob("*")):
+        if path.is_symlink():
+            continue
+        private = 0o700 if path.is_dir() else 0o600
+        if stat.S_IMODE(path.stat().st_mode) != private:
+            path.chmod(private)
 
 
 def is_free(port: int) -> bool:

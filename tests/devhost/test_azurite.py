@@ -5,6 +5,7 @@ acknowledged write), and the local host's lock."""
 from __future__ import annotations
 
 import socket
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -164,6 +165,44 @@ def test_the_standard_ports_are_given_up_for_free_ones_when_one_is_taken() -> No
         assert ports != azurite.STANDARD_PORTS
         assert len(set(ports)) == 3
         assert all(azurite.is_free(port) for port in ports)
+
+
+@pytest.mark.parametrize("round_", range(200))
+def test_ports_chosen_together_never_coincide(round_: int) -> None:
+    given = azurite.free_port()
+    ports = azurite.chosen_ports((0, given, 0, 0))
+    assert ports[1] == given
+    assert len(set(ports)) == 4, ports
+
+
+def test_the_data_folder_and_its_files_are_made_private_whatever_modes_they_had(tmp_path: Path) -> None:
+    from devhost.__main__ import kept_key  # noqa: PLC0415
+
+    folder = tmp_path / "data"
+    (folder / "nested").mkdir(parents=True)
+    folder.chmod(0o755)
+    (folder / "nested").chmod(0o777)
+    (folder / "function-key").write_text("a-key-an-earlier-version-kept\n")
+    (folder / "function-key").chmod(0o644)
+    (folder / "__azurite_db_table__.json").write_text("{}")
+    (folder / "__azurite_db_table__.json").chmod(0o664)
+    assert kept_key(folder) == "a-key-an-earlier-version-kept"
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (folder, *folder.rglob("*"))}
+    assert modes == {"data": 0o700, "nested": 0o700, "function-key": 0o600, "__azurite_db_table__.json": 0o600}
+
+
+@pytest.mark.services
+def test_azurite_writes_its_files_for_its_owner_alone(tmp_path: Path) -> None:
+    location = tmp_path / "data"
+    emulator = azurite.start(location=location)
+    try:
+        write_some_data(emulator.connection_string)
+    finally:
+        emulator.stop()
+    files = [path for path in location.rglob("*") if path.is_file()]
+    assert files, "Azurite wrote nothing"
+    for path in (location, *location.rglob("*")):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, f"{path}: {oct(path.stat().st_mode)}"
 
 
 def test_only_one_local_host_at_a_time_holds_a_data_folder(tmp_path: Path) -> None:

@@ -39,8 +39,8 @@ class Stack:
 
     def __init__(self, location: Path, log: Path) -> None:
         self.location, self.log = location, log
-        self.ports = (azurite.free_port(), azurite.free_port(), azurite.free_port())
-        self.port, self.key = azurite.free_port(), secrets.token_urlsafe(16)
+        *ports, self.port = azurite.chosen_ports((0, 0, 0, 0))
+        self.ports, self.key = tuple(ports), secrets.token_urlsafe(16)
         self.storage = azurite.start(*self.ports, location=location, durable=True)
         self.host = launch_host(self.storage.connection_string, self.port, self.key, log)
 
