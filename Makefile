@@ -28,7 +28,7 @@ NODEDEPS := node_modules/.installed
 OLDER_VENV := .venv311
 OLDER_DEPS := $(OLDER_VENV)/.installed-test
 
-.PHONY: run test test-fast bench lint browser clean
+.PHONY: run test test-fast templates bench lint browser clean
 
 # The app's packages (requirements.txt) and the local host's (devhost/requirements.txt); on
 # Python 3.13 the runtime library's message classes are generated then (devhost/rpc).
@@ -106,6 +106,11 @@ browser:
 		echo "SCHEDULER_CHROMIUM=/path/to/chrome to use another build." >&2; \
 		exit 1; \
 	fi
+
+## templates: the template command of docs/templates.md with the project's environment, e.g.
+##            make templates ARGS="export --resource-group my-rg -o backup.json"
+templates: $(RUNDEPS)
+	$(BIN)/python -m devhost.templates $(ARGS)
 
 ## test-fast: the tests that need no process of their own (no Azurite, host or broker), in seconds
 test-fast: $(TESTDEPS)

@@ -41,9 +41,9 @@ from shared.logs import quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
-AZURITE_DATA = ROOT / ".azurite"  # in .gitignore and .funcignore
+AZURITE_DATA = azurite.LOCAL_DATA
 LOCK_NAME = "devhost.lock"  # in AZURITE_DATA, held while an Azurite runs on it
-KEY_NAME = "function-key"  # in AZURITE_DATA: the key made on the first run, used by the next
+KEY_NAME = azurite.FUNCTION_KEY_FILE.name  # the key made on the first run, used by the next
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 AZURITE = ROOT / "node_modules" / "azurite" / "dist" / "src" / "azurite.js"
+# `make run`'s data folder (in .gitignore and .funcignore), and the function key it keeps there.
+LOCAL_DATA = ROOT / ".azurite"
+FUNCTION_KEY_FILE = LOCAL_DATA / "function-key"
 # Loaded into Azurite's Node process: saves its data before each answer instead of every 5 s.
 DURABLE = Path(__file__).resolve().parent / "azurite-durable.cjs"
 # Azurite's fixed development account (public, documented by Microsoft).

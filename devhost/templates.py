@@ -1,16 +1,21 @@
-"""`python -m devhost.templates`: import an ARM template into a running service, or export a
+"""`python3 -m devhost.templates`: import an ARM template into a running service, or export a
 resource group (or one collection) as a template, from a shell (docs/templates.md).
 
-    python -m devhost.templates import azuredeploy.json --resource-group rg \\
+    python3 -m devhost.templates import azuredeploy.json --resource-group my-rg \\
         --parameters azuredeploy.parameters.json --parameter queueName=orders \\
         --value "listKeys(variables('rule'), '2018-01-01-preview')={\\"primaryKey\\": \\"...\\"}" \\
         [--location "West Europe"] [--mode complete] [--what-if]
-    python -m devhost.templates export --resource-group rg [--collection jc] [-o template.json]
+    python3 -m devhost.templates export --resource-group my-rg [--collection jc] [-o template.json]
 
-The service is --url (default http://127.0.0.1:7071, where `make run` serves) with the function
-key --key (default: SCHEDULER_FUNCTION_KEY); the subscription is --subscription. It prints each
-resource's outcome and a summary; the exit status is 0 when the import succeeded, 1 when the
-service refused or stopped it, 2 for a mistake on the command line.
+Run from the project folder with any Python 3: it runs itself again with the project's
+environment (.venv, which `make run` installs) when the one it was started with lacks its
+packages. `make templates ARGS="..."` does the same.
+
+The service is --url, by default the one `make run` serves: http://127.0.0.1:$SCHEDULER_PORT
+(7071 when unset). The function key is --key, else SCHEDULER_FUNCTION_KEY, else the key `make run`
+keeps in .azurite/function-key. The subscription is --subscription, `my-sub` (the quick start's)
+when not given. It prints each resource's outcome and a summary; the exit status is 0 when the
+import succeeded, 1 when the service refused or stopped it, 2 for a mistake on the command line.
 """
 
 from __future__ import annotations
@@ -18,23 +23,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-import httpx
+from devhost.azurite import FUNCTION_KEY_FILE, ROOT
+
+try:
+    import httpx
+except ModuleNotFoundError:  # a Python without the project's packages (the system's, say)
+    PROJECT_PYTHON = ROOT / ".venv" / "bin" / "python"
+    if not PROJECT_PYTHON.exists() or Path(sys.executable) == PROJECT_PYTHON:
+        sys.exit(
+            "python -m devhost.templates needs the project's packages, in .venv: run `make run` "
+            "once (it installs them), then run this again."
+        )
+    os.execv(PROJECT_PYTHON, [str(PROJECT_PYTHON), "-m", "devhost.templates", *sys.argv[1:]])
 
 from shared.logs import one_line
 
 API_VERSION = "2016-03-01"
-DEFAULT_URL = "http://127.0.0.1:7071"
-DEFAULT_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+DEFAULT_PORT = 7071
+DEFAULT_SUBSCRIPTION = "my-sub"  # the quick start's (README)
 TIMEOUT_S = 120.0
 
 
 def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
     arguments = _parser().parse_args(argv)
-    key = arguments.key or os.environ.get("SCHEDULER_FUNCTION_KEY", "")
+    key = arguments.key or os.environ.get("SCHEDULER_FUNCTION_KEY") or _kept_key()
     with httpx.Client(
         base_url=arguments.url.rstrip("/"),
         headers={"x-functions-key": key},
@@ -50,8 +67,32 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
                 return _import(client, provider, arguments, out)
             return _export(client, provider, arguments, out)
         except httpx.HTTPError as failed:
-            print(f"the service at {arguments.url} could not be reached: {failed}", file=out)
+            print(
+                f"the service at {arguments.url} could not be reached ({failed}): is `make run` "
+                "running? Another address: --url, or SCHEDULER_PORT.",
+                file=out,
+            )
             return 1
+
+
+def _default_url() -> str:
+    return f"http://127.0.0.1:{os.environ.get('SCHEDULER_PORT') or DEFAULT_PORT}"
+
+
+def _kept_key() -> str:
+    try:
+        return FUNCTION_KEY_FILE.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _said(message: object) -> str:
+    """A message of the service, on one line and in this command's terms."""
+    text = one_line(str(message))
+    # The route's body field for a call only Azure answers is this command's --value.
+    return re.sub(
+        r'in expressionValues under "(.*?)"', lambda found: f"with --value '{found[1]}=JSON'", text
+    )
 
 
 def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, out: TextIO) -> int:
@@ -69,6 +110,9 @@ def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     print(f"{doing} {arguments.template} into {arguments.resource_group}...", file=out)
     answer = client.post(f"{provider}/importTemplate", json=body)
     report = _json_answer(answer)
+    if answer.status_code == 401:
+        print(_KEY_REFUSED, file=out)
+        return 1
     for warning in answer.headers.get_list("warning"):
         print(f"  warning: {one_line(warning)}", file=out)
     for resource in report.get("resources", []):
@@ -78,7 +122,7 @@ def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
         for warning in resource.get("warnings", []):
             print(f"              warning: {one_line(str(warning))}", file=out)
     if "error" in report:
-        print(f"failed: {one_line(str(report['error'].get('message')))}", file=out)
+        print(f"failed: {_said(report['error'].get('message'))}", file=out)
     summary = ", ".join(
         f"{count} {outcome}" for outcome, count in report.get("summary", {}).items()
     )
@@ -92,11 +136,22 @@ def _export(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     )
     answer = client.post(f"{where}/exportTemplate")
     exported = _json_answer(answer)
+    if answer.status_code == 401:
+        print(_KEY_REFUSED, file=out)
+        return 1
     if answer.status_code != 200:
         message = exported.get("error", {}).get("message", answer.text)
-        print(f"failed: {one_line(str(message))}", file=out)
+        print(f"failed: {_said(message)}", file=out)
         return 1
     template = exported["template"]
+    if not template["resources"]:
+        print(
+            f"failed: resource group '{arguments.resource_group}' of subscription "
+            f"'{arguments.subscription}' has no job collections: nothing was written. Check "
+            "--resource-group and --subscription.",
+            file=out,
+        )
+        return 1
     text = json.dumps(template, indent=2) + "\n"
     if arguments.output:
         Path(arguments.output).write_text(text, encoding="utf-8")
@@ -109,6 +164,13 @@ def _export(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     else:
         out.write(text)
     return 0
+
+
+_KEY_REFUSED = (
+    "failed: the service refused the function key (HTTP 401). Give the key `make run` printed "
+    "with --key or SCHEDULER_FUNCTION_KEY; without either, the key kept in "
+    ".azurite/function-key is used."
+)
 
 
 def _parameters(arguments: argparse.Namespace) -> dict[str, Any]:
@@ -179,9 +241,14 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--url", default=DEFAULT_URL, help="the service's base URL")
-    parser.add_argument("--key", help="the function key (default: SCHEDULER_FUNCTION_KEY)")
-    parser.add_argument("--subscription", default=DEFAULT_SUBSCRIPTION)
+    parser.add_argument(
+        "--url", default=_default_url(), help="the service's base URL (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--key",
+        help="the function key (default: SCHEDULER_FUNCTION_KEY, else .azurite/function-key)",
+    )
+    parser.add_argument("--subscription", default=DEFAULT_SUBSCRIPTION, help="default: %(default)s")
     commands = parser.add_subparsers(dest="command", required=True)
     importing = commands.add_parser("import", help="apply a template's Scheduler resources")
     importing.add_argument("template", help="the template's JSON file")

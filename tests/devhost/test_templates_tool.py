@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import pytest
+
+from devhost import templates
+from devhost.azurite import ROOT
 from devhost.templates import main
 from tests.api.test_templates import QUICKSTARTS, RULE_KEYS
 from tests.conftest import SAS_KEY, SAS_KEY_NAME, Service
@@ -64,3 +72,50 @@ def test_names_from_the_server_reach_the_terminal_escaped(service: Service, tmp_
     [skipped] = [line for line in printed.splitlines() if "Microsoft.Web/sites" in line]
     assert "site\\x1b[2J\\nSucceeded: 0 Skipped" in skipped
     assert printed.splitlines()[-1] == "Succeeded: 1 Skipped"
+
+
+def as_a_user_would(service: Service, *arguments: str, key: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The command from the project folder with a Python that lacks the project's packages
+    (`-S`: no site-packages), the service found by SCHEDULER_PORT alone."""
+    environment = {**os.environ, "SCHEDULER_PORT": str(urlsplit(service.base_url).port)}
+    environment["SCHEDULER_FUNCTION_KEY"] = service.key if key is None else key
+    bare = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    command = [str(bare), "-S", "-m", "devhost.templates", *arguments]
+    return subprocess.run(command, check=False, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60)
+
+
+def test_run_from_a_bare_python_it_uses_the_projects_environment_and_the_port_setting(service: Service) -> None:
+    ran = as_a_user_would(service, "export", "--resource-group", "rg-never-made")
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stdout == (
+        "failed: resource group 'rg-never-made' of subscription 'my-sub' has no job collections: "
+        "nothing was written. Check --resource-group and --subscription.\n"
+    )
+
+
+def test_a_wrong_key_is_answered_with_where_the_key_comes_from(service: Service) -> None:
+    ran = as_a_user_would(service, "export", "--resource-group", "rg-any", key="not-the-key")
+    assert ran.returncode == 1, ran.stderr
+    assert "the service refused the function key (HTTP 401)" in ran.stdout
+    assert "--key or SCHEDULER_FUNCTION_KEY" in ran.stdout
+
+
+def test_a_value_only_azure_knows_is_asked_for_as_the_commands_own_flag(service: Service) -> None:
+    arguments = [
+        "import", str(QUICKSTARTS / "scheduler-webapp.json"), "--resource-group", "rg-webapp",
+        "--parameter", "appSvcPlanName=plan", "--parameter", "webAppName=contoso",
+        "--parameter", "jobCollectionName=webjobs", "--parameter", "jobName=ping", "--location", "West Europe",
+    ]  # fmt: skip
+    status, printed = run(service, *arguments, "--what-if")
+    assert status == 1
+    assert "with --value 'reference(resourceId('Microsoft.Web/sites', parameters('webAppName')))=JSON'" in printed
+    assert "expressionValues" not in printed
+
+
+def test_the_key_make_run_keeps_is_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = tmp_path / "function-key"
+    kept.write_text("the-kept-key\n")
+    monkeypatch.setattr(templates, "FUNCTION_KEY_FILE", kept)
+    assert templates._kept_key() == "the-kept-key"
+    monkeypatch.setattr(templates, "FUNCTION_KEY_FILE", tmp_path / "missing")
+    assert templates._kept_key() == ""
