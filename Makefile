@@ -25,6 +25,7 @@ BIN      := $(VENV)/bin
 RUNDEPS  := $(VENV)/.installed-run-$(PY_VERSION)
 TESTDEPS := $(VENV)/.installed-test-$(PY_VERSION)
 NODEDEPS := node_modules/.installed
+SERVICEBUSDEPS := $(VENV)/.installed-service-bus-$(PY_VERSION)
 OLDER_VENV := .venv311
 OLDER_DEPS := $(OLDER_VENV)/.installed-test
 
@@ -65,16 +66,24 @@ SAY_RUNTIME = $(BIN)/python -c 'import importlib.util, sys; v = "%d.%d" % sys.ve
 	(azure-functions 1.x). Python 3.13 was not found: with it, they would run through Azure\x27s \
 	runtime library (azure-functions-runtime), as in Azure."))'
 
+# The local Service Bus stand-in's AMQP library, for `make run SERVICE_BUS=1` only.
+$(SERVICEBUSDEPS): $(RUNDEPS) devhost/service-bus-requirements.txt
+	@echo "Installing the local Service Bus stand-in's AMQP library (first time only)..."
+	$(BIN)/pip install --disable-pip-version-check -r devhost/service-bus-requirements.txt
+	touch $@
+
 $(NODEDEPS): package.json package-lock.json
 	@echo "Installing Azurite and axe-core into node_modules (first time only, half a minute)..."
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 ## run: install what running needs, start Azurite (data kept in .azurite/) and serve the API on
-##      http://127.0.0.1:7071; `make run FRESH=1` deletes Azurite's data first
-run: $(RUNDEPS) $(NODEDEPS)
+##      http://127.0.0.1:7071; `make run FRESH=1` deletes Azurite's data first;
+##      `make run SERVICE_BUS=1` also gives Service Bus jobs a local namespace
+run: $(RUNDEPS) $(NODEDEPS) $(if $(filter-out 0,$(SERVICE_BUS)),$(SERVICEBUSDEPS))
 	@$(SAY_RUNTIME)
-	$(BIN)/python -m devhost $(if $(filter-out 0,$(FRESH)),--fresh)
+	$(BIN)/python -m devhost $(if $(filter-out 0,$(FRESH)),--fresh) \
+		$(if $(filter-out 0,$(SERVICE_BUS)),--service-bus)
 
 ## test: install what is needed, then lint and run the whole test suite; on Python 3.13, also
 ##       the fast tests on Python 3.11 or 3.12 when there is one

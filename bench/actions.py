@@ -6,7 +6,7 @@ many as the executor's trigger runs at once) takes them off, runs `ExecutionWork
 deletes them, as the Functions host does. An execution is the whole of it: reading the job, the
 action against its real peer, the history and status written back. Peers, all on this machine:
 a threaded HTTP server answering 200, Azurite's queues (with a SAS token), and the test AMQP
-broker (tests/amqp_broker.py) through the unmodified azure-servicebus SDK.
+broker (devhost/service_bus.py) through the unmodified azure-servicebus SDK.
 
 The Service Bus rows also say how many sender links were opened during the run: one per entity
 means that no execution paid the sender's opening cost but the first.
@@ -33,9 +33,9 @@ from azure.storage.queue import QueueClient, QueueSasPermissions, generate_queue
 from bench.http_target import QuietHandler, TargetServer
 from bench.schedule import machine
 from devhost import azurite
+from devhost.service_bus import AmqpBroker
 from shared.execution.timer import tick
 from shared.storage.table_store import TableStore
-from tests.amqp_broker import AmqpBroker
 from tests.pipeline import START, Pipeline
 from tests.wrapped_store import WrappedStore
 

@@ -33,11 +33,21 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from devhost import azurite, runtime, worker
 from devhost.processes import listen, run_workers, worker_process_count
-from shared.logs import quiet_third_party_loggers
+from shared.logs import app_logger, quiet_third_party_loggers
+from shared.settings import SERVICEBUS_ENDPOINT as SERVICE_BUS_SETTING
+
+if TYPE_CHECKING:
+    from devhost.service_bus import AmqpBroker, Received
+
+log = app_logger("devhost")
+# Microsoft's Service Bus emulator's port, which the stand-in takes too when it is free.
+AMQP_PORT = 5672
+# How much of a message's body the stand-in's log line shows.
+SHOWN_BODY = 200
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PORT = 7071
@@ -66,13 +76,67 @@ def main(argv: list[str] | None = None) -> int:
         _print_azurite(emulator)
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
         os.environ["SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"] = emulator.queue_endpoint_template
+    broker = None
+    if options.service_bus:
+        try:
+            broker = local_service_bus()
+        except ModuleNotFoundError:
+            print(
+                "--service-bus needs python-qpid-proton: `make run SERVICE_BUS=1` installs it.",
+                file=sys.stderr,
+            )
+            return 1
     try:
         if shutil.which("func") and not options.own_host:
             return _run_core_tools(port)
         return _run_own_host(port, key)
     finally:
+        if broker is not None:
+            broker.stop()
         if emulator is not None:
             emulator.stop()
+
+
+def local_service_bus(port: int = AMQP_PORT) -> AmqpBroker | None:
+    """Where Service Bus jobs send when run locally (`--service-bus`), said on the terminal: the
+    endpoint SCHEDULER_SERVICEBUS_ENDPOINT already names; else whatever listens on `port`
+    (Microsoft's emulator's, by default); else this package's stand-in, started there (and
+    returned, to be stopped), which takes any queue or topic name and logs each message."""
+    configured = os.environ.get(SERVICE_BUS_SETTING)
+    if configured:
+        print(f"Service Bus: every namespace goes to {configured} ({SERVICE_BUS_SETTING})")
+        return None
+    if not azurite.is_free(port):
+        os.environ[SERVICE_BUS_SETTING] = f"sb://127.0.0.1:{port}"
+        print(
+            f"Service Bus: every namespace goes to sb://127.0.0.1:{port}, where something listens "
+            "(Microsoft's emulator, or another broker)",
+            flush=True,
+        )
+        return None
+    from devhost.service_bus import EMULATOR_KEY, EMULATOR_KEY_NAME, AmqpBroker  # noqa: PLC0415
+
+    logging.getLogger("proton").setLevel(logging.WARNING)  # a line per connection otherwise
+    broker = AmqpBroker(
+        {EMULATOR_KEY_NAME: EMULATOR_KEY}, port=port, on_message=_log_message
+    ).start()
+    os.environ[SERVICE_BUS_SETTING] = broker.endpoint
+    print(f"Service Bus stand-in on {broker.endpoint}: every namespace goes to it", flush=True)
+    print(
+        f"  any queue or topic name; key name {EMULATOR_KEY_NAME}, key {EMULATOR_KEY} "
+        "(Microsoft's emulator's defaults); each message it receives is logged",
+        flush=True,
+    )
+    return broker
+
+
+def _log_message(received: Received) -> None:
+    body = received.body
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    if len(text) > SHOWN_BODY:
+        text = f"{text[:SHOWN_BODY]}... ({len(text)} characters)"
+    message_id = received.properties["message_id"]
+    log.info("Service Bus: '%s' received message %s: %s", received.entity, message_id, text)
 
 
 def kept_key(folder: Path) -> str:
@@ -110,6 +174,12 @@ def _arguments() -> argparse.ArgumentParser:
         "crash of Azurite loses up to the last 5 s of writes (docs/local-data.md)",
     )
     parser.add_argument("--own-host", action="store_true", help="never hand over to `func start`")
+    parser.add_argument(
+        "--service-bus",
+        action="store_true",
+        help="a local Service Bus for Service Bus jobs: Microsoft's emulator if one answers on "
+        "port 5672, otherwise this package's stand-in (needs python-qpid-proton)",
+    )
     return parser
 
 

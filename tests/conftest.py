@@ -33,7 +33,7 @@ from tests.pipeline import Pipeline
 from tests.targets import Target
 
 if TYPE_CHECKING:
-    from tests.amqp_broker import AmqpBroker
+    from devhost.service_bus import AmqpBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 API_VERSION = "2016-03-01"
@@ -134,8 +134,8 @@ def pipeline(storage: str) -> Pipeline:
 
 @pytest.fixture(scope="session")
 def service_bus() -> Iterator[AmqpBroker]:
-    """The session's Service Bus stand-in (tests/amqp_broker.py), which the local host sends to."""
-    from tests.amqp_broker import AmqpBroker  # noqa: PLC0415 (proton only where a broker runs)
+    """The session's Service Bus stand-in (devhost/service_bus.py), which the local host sends to."""
+    from devhost.service_bus import AmqpBroker  # noqa: PLC0415 (proton only where a broker runs)
 
     broker = AmqpBroker({SAS_KEY_NAME: SAS_KEY}, queues=BROKER_QUEUES, topics=BROKER_TOPICS)
     yield broker.start()

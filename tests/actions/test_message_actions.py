@@ -1,5 +1,5 @@
 """StorageQueue and Service Bus actions (docs/behaviour.md#message-actions) against real peers: Azurite's queues
-with real SAS tokens, and the test AMQP broker (tests/amqp_broker.py) through the unmodified
+with real SAS tokens, and the test AMQP broker (devhost/service_bus.py) through the unmodified
 azure-servicebus SDK."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.targets import SilentPeer
 from tests.test_service_runs_jobs import history
 
 if TYPE_CHECKING:
-    from tests.amqp_broker import AmqpBroker
+    from devhost.service_bus import AmqpBroker
 
 JOB = JobId(CollectionId("sub-actions", "group", "nightly"), "cleanup")
 ATTEMPT = Attempt(START)
@@ -45,7 +45,7 @@ KEY = "dGVzdC1icm9rZXIta2V5LWZvci10aGlzLW1vZHVsZQ=="
 @pytest.fixture(scope="module")
 def broker() -> Iterator[AmqpBroker]:
     """A broker of this module's own, so that its counts are this module's alone."""
-    from tests.amqp_broker import AmqpBroker  # noqa: PLC0415 (proton only where a broker runs)
+    from devhost.service_bus import AmqpBroker  # noqa: PLC0415 (proton only where a broker runs)
 
     peer = AmqpBroker({"send-only": KEY}, queues=["orders", "billing/invoices"], topics=["reports"])
     yield peer.start()

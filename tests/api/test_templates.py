@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.amqp_broker import AmqpBroker
+from devhost.service_bus import AmqpBroker
 from tests.api.test_jobs import SUBSCRIPTION, http_job
 from tests.conftest import SAS_KEY, SAS_KEY_NAME
 from tests.factories import made_pfx

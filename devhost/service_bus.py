@@ -1,15 +1,17 @@
-"""A small AMQP 1.0 peer that speaks enough of Service Bus for the unmodified azure-servicebus SDK.
+"""A small AMQP 1.0 peer that speaks enough of Service Bus for the unmodified azure-servicebus SDK:
+the local stand-in for a Service Bus namespace (`make run SERVICE_BUS=1`) and the tests' broker.
 
-The official emulator needs Docker, which this machine lacks, so the tests bring their own peer.
-It does what the service does on the path a sender takes: SASL ANONYMOUS, then a claims-based
-security (CBS) `put-token` whose SharedAccessSignature it verifies against the keys it was given,
-then a sender link to a queue or topic it knows (unknown entities are refused with
-`amqp:not-found`, unauthorised ones with `amqp:unauthorized-access`). It accepts every message
-and records it with its properties so that the tests can assert what a receiver would see.
+Microsoft's Service Bus emulator needs Docker; this needs only `python-qpid-proton`
+(devhost/service-bus-requirements.txt). It does what the service does on the path a sender
+takes: SASL ANONYMOUS, then a claims-based security (CBS) `put-token` whose SharedAccessSignature
+it verifies against the keys it was given, then a sender link to a queue or topic (with a fixed
+list of entities, others are refused with `amqp:not-found`; without one, every name is taken as
+an entity that exists), refusing unauthorised ones with `amqp:unauthorized-access`. It accepts
+every message and records it with its properties, as a receiver would see it, and hands it to
+`on_message` (the local host logs it).
 
-Proton is not thread-safe: the peer runs in a thread of its own, and the test thread reads only
-the records it keeps under a lock. `SilentPeer` is the opposite: it accepts TCP connections and
-never says a word, the way a hung broker does.
+Proton is not thread-safe: the peer runs in a thread of its own, and other threads read only the
+records it keeps under a lock.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hmac
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote_plus, urlsplit
@@ -28,6 +31,12 @@ from proton import Condition, Delivery, Handler, Message, Terminus
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from devhost.azurite import free_port
+
+# The key Microsoft's emulator is configured with by default, so that a job written for one
+# works against the other unchanged.
+EMULATOR_KEY_NAME, EMULATOR_KEY = "RootManageSharedAccessKey", "SAS_KEY_VALUE"
+# The emulator's port: a connection string with `UseDevelopmentEmulator=true` and no port uses it.
+AMQP_PORT = 5672
 
 _CBS = "$cbs"
 _SAS_PREFIX = "SharedAccessSignature "
@@ -54,14 +63,26 @@ class _Session:
 
 
 class AmqpBroker:
-    """Start with `start()`, stop with `stop()`; `endpoint` is what the app's setting takes."""
+    """Start with `start()`, stop with `stop()`; `endpoint` is what the app's setting takes.
 
-    def __init__(self, keys: dict[str, str], queues=(), topics=()) -> None:
+    `queues` and `topics` are the entities it knows; with neither, any name is one.
+    """
+
+    def __init__(
+        self,
+        keys: dict[str, str],
+        queues: Iterable[str] = (),
+        topics: Iterable[str] = (),
+        *,
+        port: int = 0,
+        on_message: Callable[[Received], None] | None = None,
+    ) -> None:
         self.keys = dict(keys)
-        self.entities = {name.lower(): "queue" for name in queues} | {
+        self.entities: dict[str, str] | None = {name.lower(): "queue" for name in queues} | {
             name.lower(): "topic" for name in topics
-        }
-        self.port = free_port()
+        } or None
+        self.port = port or free_port()
+        self._on_message = on_message
         self._received: list[Received] = []
         self._sender_links = 0
         self._token_requests = 0
@@ -90,7 +111,9 @@ class AmqpBroker:
         with self._changed:
             return [r for r in self._received if entity is None or r.entity == entity.lower()]
 
-    def wait_for(self, count: int, entity: str | None = None, timeout: float = 10) -> list[Received]:
+    def wait_for(
+        self, count: int, entity: str | None = None, timeout: float = 10
+    ) -> list[Received]:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
@@ -116,6 +139,8 @@ class AmqpBroker:
         with self._changed:
             self._received.append(received)
             self._changed.notify_all()
+        if self._on_message is not None:
+            self._on_message(received)
 
     def _count_link(self) -> None:
         with self._changed:
@@ -149,27 +174,27 @@ class _Peer(Handler):
         self._broker = broker
         self._sessions: dict[Any, _Session] = {}
 
-    def on_stop(self, event) -> None:
+    def on_stop(self, event: Any) -> None:
         self._broker._container.stop()
 
-    def on_connection_remote_open(self, event) -> None:
+    def on_connection_remote_open(self, event: Any) -> None:
         self._sessions[event.connection] = _Session()
         event.connection.open()
 
-    def on_connection_remote_close(self, event) -> None:
+    def on_connection_remote_close(self, event: Any) -> None:
         self._sessions.pop(event.connection, None)
         event.connection.close()
 
-    def on_session_remote_open(self, event) -> None:
+    def on_session_remote_open(self, event: Any) -> None:
         event.session.open()
 
-    def on_session_remote_close(self, event) -> None:
+    def on_session_remote_close(self, event: Any) -> None:
         event.session.close()
 
-    def on_link_remote_close(self, event) -> None:
+    def on_link_remote_close(self, event: Any) -> None:
         event.link.close()
 
-    def on_link_remote_open(self, event) -> None:
+    def on_link_remote_open(self, event: Any) -> None:
         link = event.link
         session = self._sessions.setdefault(event.connection, _Session())
         if link.is_sender:  # the client's receiver: only CBS replies flow this way
@@ -185,7 +210,8 @@ class _Peer(Handler):
             link.flow(100)
             return
         entity = _entity_of(address)
-        if entity not in self._broker.entities:
+        known = self._broker.entities
+        if known is not None and entity not in known:
             _refuse(link, "amqp:not-found", f"The messaging entity '{entity}' could not be found.")
         elif "" not in session.authorised and entity not in session.authorised:
             _refuse(link, "amqp:unauthorized-access", f"Unauthorized access to '{entity}'.")
@@ -194,7 +220,7 @@ class _Peer(Handler):
             link.flow(1000)
             self._broker._count_link()
 
-    def on_delivery(self, event) -> None:
+    def on_delivery(self, event: Any) -> None:
         link, delivery = event.link, event.delivery
         if link.is_sender:  # a CBS reply: sent pre-settled, nothing to do
             return
@@ -211,7 +237,7 @@ class _Peer(Handler):
         else:
             self._broker._record(_received(_entity_of(link.target.address), message))
 
-    def _put_token(self, connection, request: Message) -> None:
+    def _put_token(self, connection: Any, request: Message) -> None:
         self._broker._count_token()
         session = self._sessions.setdefault(connection, _Session())
         token = request.body if isinstance(request.body, str) else ""
@@ -229,20 +255,20 @@ class _Peer(Handler):
             _send(session.replies, reply)
 
 
-def _send(link, message: Message) -> None:
+def _send(link: Any, message: Message) -> None:
     delivery = link.delivery(str(time.monotonic_ns()).encode())
     link.send(message.encode())
     link.advance()
     delivery.settle()
 
 
-def _accept(link) -> None:
+def _accept(link: Any) -> None:
     link.source.copy(link.remote_source)
     link.target.copy(link.remote_target)
     link.open()
 
 
-def _refuse(link, name: str, description: str) -> None:
+def _refuse(link: Any, name: str, description: str) -> None:
     """Attach with a null terminus, then detach with the error: how a broker says no."""
     if link.is_sender:
         link.target.copy(link.remote_target)
