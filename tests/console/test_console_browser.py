@@ -557,6 +557,50 @@ def test_a_failing_job_is_marked_on_the_overview_and_on_its_collection(
     screenshot(page, TROUBLE_SCREENSHOT, tmp_path)
 
 
+WIDTHS = {"desktop-1280": (1280, 900), "laptop-1024": (1024, 768), "phone-390": (390, 844)}
+
+
+@pytest.mark.parametrize("screen", WIDTHS)
+def test_a_collection_with_long_names_and_a_job_in_trouble_fits_the_screen(
+    browser: Browser, service: Service, api: httpx.Client, collection: str, target: Target, screen: str, *,
+    tmp_path: Path,
+) -> None:
+    target.answer("/fits-broken", 500, b"down")
+    failing = weekly_job(target.url("/fits-broken/with-a-rather-long-path-that-has-no-spaces-at-all"), soon())
+    failing["action"]["retryPolicy"] = {"retryType": "None"}
+    put_job(api, collection, "failing-hourly-sync-of-customer-accounts", failing)
+    put_job(api, collection, "cleanup-old-invoices-and-receipts", weekly_job(target.url("/ok"), soon()))
+    api.post(f"{collection}/jobs/failing-hourly-sync-of-customer-accounts/run").raise_for_status()
+    target.wait_for("/fits-broken/with-a-rather-long-path-that-has-no-spaces-at-all")
+    width, height = WIDTHS[screen]
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=width < 700)
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    try:
+        sign_in(page, service)
+        open_collection(page, collection)
+        failing_row = page.get_by_role("row").filter(has_text="failing-hourly-sync-of-customer-accounts")
+        expect(failing_row).to_contain_text("Last run failed")
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], f"the page scrolls sideways at {screen}: {widths}"
+        bar = page.locator(".bar").bounding_box()
+        assert bar is not None and bar["width"] >= width - 1, f"the header bar stops short: {bar}"
+        controls = failing_row.locator(".actions > *")
+        expect(controls).to_have_count(4)  # Run now, Edit, Disable, Delete: each in reach, none clipped
+        for control in controls.all():
+            box = control.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (control.inner_text(), box)
+        trouble = failing_row.locator(".trouble").bounding_box()
+        assert trouble is not None and trouble["height"] < 30, f"the state wraps into a tall block: {trouble}"
+        if width < 700:  # a card: the trouble mark runs along the card, clear of its first label
+            first_cell = failing_row.locator("td").first
+            assert first_cell.evaluate("cell => getComputedStyle(cell).boxShadow") == "none"
+            assert "inset" in failing_row.evaluate("row => getComputedStyle(row).boxShadow")
+        screenshot(page, ROOT / "docs" / "images" / f"console-{screen}.png", tmp_path)
+    finally:
+        context.close()
+
+
 def test_poison_messages_and_claims_past_their_deadline_are_counted_on_the_overview_and_listed(
     page: Page, service: Service, api: httpx.Client, collection: str, target: Target, *,
     tmp_path: Path,

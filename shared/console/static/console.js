@@ -199,12 +199,13 @@ function cell(label, ...content) {
   return h("td", { "data-label": label }, ...content);
 }
 
+// A table scrolls sideways inside its own box when it cannot fit, never the whole page.
 function table(headings, rows, emptyText, caption = null) {
   if (rows.length === 0) return h("p", { class: "empty" }, emptyText);
-  return h("table", { class: "cards" },
+  return h("div", { class: "table-fit" }, h("table", { class: "cards" },
     caption ? h("caption", { class: "visually-hidden" }, caption) : null,
     h("thead", {}, h("tr", {}, headings.map((text) => h("th", { scope: "col" }, text)))),
-    h("tbody", {}, rows));
+    h("tbody", {}, rows)));
 }
 
 // An action's result, shown at once where the eye is (and read out by screen readers).
