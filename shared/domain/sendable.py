@@ -41,13 +41,17 @@ _LONE_SURROGATE = "holds a lone surrogate (half of a UTF-16 pair), which UTF-8 c
 
 def uri_problem(uri: str, schemes: tuple[str, ...]) -> str | None:
     """Why the executor cannot request `uri` as its author meant it, or None."""
+    absolute = f"must be an absolute {' or '.join(schemes)} URL"
+    scheme, colon, _ = uri.partition(":")
+    if not colon or scheme.strip().lower() not in schemes:
+        # Said first: text that is no URL at all ("not a url") has nothing else worth naming.
+        return f"{absolute}, such as {schemes[-1]}://example.com/path"
     character = _unsendable_character(uri)
     if character is not None:
         return (
             f"holds {character}; a URI may not hold white space or control characters "
             "(percent-encode them: a space is %20)"
         )
-    absolute = f"must be an absolute {' or '.join(schemes)} URL"
     try:
         parts = urlsplit(uri)
     except ValueError:  # an unclosed IPv6 literal, a host that Unicode normalisation changes

@@ -114,6 +114,8 @@ def test_every_uri_kept_is_read_by_httpx_and_names_one_address(scheme: str, auth
 REFUSED = [
     ("body-lone-surrogate", http(body="\ud800"),
      "properties.action.request.body: holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot encode"),
+    ("uri-not-a-url", http(uri="not a url"),
+     "properties.action.request.uri: must be an absolute http or https URL, such as https://example.com/path"),
     ("uri-space", http(uri="https://example.org/a b"),
      "properties.action.request.uri: holds a space at character 22; a URI may not hold white space or control "
      "characters (percent-encode them: a space is %20)"),

@@ -361,7 +361,7 @@ def test_a_phone_sized_screen_shows_each_job_as_a_labelled_card(
         label = card.locator("td[data-label='Next run']")
         assert "Next run" in label.evaluate("cell => getComputedStyle(cell, '::before').content")
         page.get_by_role("link", name="New job").click()  # the form, its preview under it
-        expect(page.get_by_role("region", name="Preview")).to_contain_text("Fill in the form")
+        expect(page.get_by_role("region", name="Preview")).to_contain_text("Every hour")  # the schedule alone
         expect(page.locator("[aria-invalid]")).to_have_count(0)  # nothing is wrong before typing
         widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1], f"the form scrolls sideways: {widths}"
@@ -476,6 +476,41 @@ def test_the_preview_follows_the_schedule_and_a_field_shows_its_error(
     expect(next_occurrence).to_contain_text(re.compile(r" 0[45]:30:00 UTC"))
 
 
+def test_the_schedule_previews_before_the_action_is_right_and_save_marks_every_problem_at_once(
+    page: Page, service: Service, collection: str
+) -> None:
+    sign_in(page, service)
+    new_job_form(page, service, collection)
+    preview = page.get_by_role("region", name="Preview")
+    page.get_by_label("Unit").select_option("Day")
+    page.get_by_label("At hours").fill("7")
+    page.get_by_label("At minutes").fill("0")
+    expect(preview).to_contain_text("Every day at 07:00 UTC")  # no URI yet: the schedule alone
+    expect(preview.get_by_role("listitem")).to_have_count(5)
+
+    uri = page.get_by_label("URI").first
+    uri.fill("not a url")
+    expect(page.locator("#f-action-request-uri-error")).to_have_text(
+        "must be an absolute https URL, such as https://example.com/path")
+    expect(preview.get_by_role("listitem")).to_have_count(5)  # still previewed
+
+    page.get_by_label("Start time (UTC)").fill("2027-03-01T08:00:00Z")
+    page.get_by_label("End time (UTC)").fill("2027-02-01T00:00:00")  # no offset: UTC, before the start
+    end_error = page.locator("#f-recurrence-endTime-error")
+    expect(end_error).to_contain_text("is not after the start time: the job would never run")
+    expect(page.get_by_label("End time (UTC)")).to_have_attribute("aria-invalid", "true")
+
+    page.get_by_role("button", name="Create job").click()  # no name, a bad URI, an end before the start
+    expect(page.locator("#f-name-error")).to_contain_text("A job needs a name")
+    expect(page.locator("#f-action-request-uri-error")).to_contain_text("must be an absolute https URL")
+    expect(end_error).to_contain_text("is not after the start time")
+    expect(page.locator(".editor [aria-invalid='true']")).to_have_count(3)
+    expect(page.get_by_role("heading", name="New job")).to_be_visible()  # nothing was saved
+
+    page.get_by_label("End time (UTC)").fill("2027-06-01T00:00:00Z")
+    expect(end_error).to_be_empty()
+
+
 def test_an_edit_saves_the_change_and_keeps_the_stored_secret(
     page: Page, service: Service, api: httpx.Client, collection: str, target: Target
 ) -> None:
@@ -562,7 +597,7 @@ WIDTHS = {"desktop-1280": (1280, 900), "laptop-1024": (1024, 768), "phone-390": 
 
 @pytest.mark.parametrize("screen", WIDTHS)
 def test_a_collection_with_long_names_and_a_job_in_trouble_fits_the_screen(
-    browser: Browser, service: Service, api: httpx.Client, collection: str, target: Target, screen: str, *,
+    browser: Browser, service: Service, api: httpx.Client, collection: str, target: Target, *, screen: str,
     tmp_path: Path,
 ) -> None:
     target.answer("/fits-broken", 500, b"down")

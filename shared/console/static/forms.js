@@ -34,6 +34,15 @@ const ACTION_PLACES = [["action"], ["action", "errorAction"]];
 // What stands in for a kept secret in a preview (which saves nothing) so that the rest of the
 // body is checked; the problems such a stand-in causes are not shown.
 const STAND_IN = { password: "kept", secret: "kept", sasKey: "kept", sasToken: "sv=2020&sig=kept" };
+// What stands in for an action that is not right yet, so that a schedule previews on its own.
+const STAND_IN_ACTION = { type: "Https", request: { uri: "https://example.com/", method: "GET" } };
+const aboutTheAction = (detail) => /^properties\.action(\.|$)/.test(detail.target || "");
+
+// An instant the API would read from `text` (no offset: UTC, as the API reads it), or NaN.
+function instantOf(text) {
+  if (typeof text !== "string" || !text.trim()) return NaN;
+  return Date.parse(/(Z|[+-]\d\d:?\d\d)$/i.test(text.trim()) ? text.trim() : `${text.trim()}Z`);
+}
 
 // --- the model -------------------------------------------------------------------------
 
@@ -551,27 +560,47 @@ class JobEditor {
       (form.placeOf(target) !== "" && !form.touched.has(form.placeOf(target)));
   }
 
+  previewOf(body) {
+    return arm("POST", this.collection, "/previewOccurrences", { query: { count: String(PREVIEW_COUNT) }, body });
+  }
+
   async preview() {
     const asked = ++this.previewed;
-    let answer;
+    let answer = null;
+    let actionProblems = [];
     try {
-      answer = await arm("POST", this.collection, "/previewOccurrences",
-        { query: { count: String(PREVIEW_COUNT) }, body: this.previewBody() });
+      answer = await this.previewOf(this.previewBody());
     } catch (failure) {
       if (asked !== this.previewed) return;
       if (failure instanceof KeyRefused) return handleFailure(failure);
-      const placed = failure instanceof ApiFailed
-        ? this.form.showProblems(failure.details, "properties.", this.problems, this.ignoredTarget()) : 0;
-      this.words.textContent = "";
-      this.previewNote.textContent = !(failure instanceof ApiFailed) ? `No preview: ${failure.message}`
-        : placed ? "Fix what is marked to see when the job would run."
-          : "Fill in the form to see when the job would run.";
-      this.list.replaceChildren();
-      return;
+      // Only the action is wrong (or not filled in yet): the schedule still previews, with an
+      // action standing in, and the action's problems are marked beside its fields.
+      if (failure instanceof ApiFailed && failure.details.length && failure.details.every(aboutTheAction)) {
+        const body = this.previewBody();
+        body.properties.action = clone(STAND_IN_ACTION);
+        try {
+          answer = await this.previewOf(body);
+          actionProblems = failure.details;
+        } catch {
+          answer = null;
+        }
+        if (asked !== this.previewed) return;
+      }
+      if (!answer) {
+        const placed = failure instanceof ApiFailed
+          ? this.form.showProblems(failure.details, "properties.", this.problems, this.ignoredTarget()) : 0;
+        this.words.textContent = "";
+        this.previewNote.textContent = !(failure instanceof ApiFailed) ? `No preview: ${failure.message}`
+          : placed ? "Fix what is marked to see when the job would run."
+            : "Fill in the form to see when the job would run.";
+        this.list.replaceChildren();
+        this.markEndBeforeStart();
+        return;
+      }
     }
     if (asked !== this.previewed) return;
-    this.form.clearProblems();
-    this.problems.replaceChildren();
+    this.form.showProblems(actionProblems, "properties.", this.problems, this.ignoredTarget());
+    this.markEndBeforeStart();
     const written = getAt(this.model, ["recurrence", "timeZone"]);
     const zone = answer.timeZone ? { name: written || answer.timeZone, iana: answer.timeZone } : null;
     this.words.textContent = answer.schedule;
@@ -582,14 +611,39 @@ class JobEditor {
     this.list.replaceChildren(...answer.value.map((iso) => h("li", {}, when(iso, zone))));
   }
 
+  // An end time at or before the start time saves a job that never runs: the API takes it, as
+  // the original service did, but in the form it is a mistake to say at the field.
+  endBeforeStart() {
+    const start = instantOf(this.model.startTime);
+    const end = instantOf(getAt(this.model, ["recurrence", "endTime"]));
+    return !Number.isNaN(start) && !Number.isNaN(end) && end <= start
+      ? "is not after the start time: the job would never run. Choose a later end, or clear it." : null;
+  }
+
+  markEndBeforeStart() {
+    const problem = this.endBeforeStart();
+    const field = this.form.fields.get("recurrence.endTime");
+    if (!problem || !field) return false;
+    field.error.textContent = problem;
+    field.element.setAttribute("aria-invalid", "true");
+    return true;
+  }
+
   async save() {
     const name = this.jobName || (this.name || "").trim();
     const nameField = this.form.fields.get("#name");
-    if (!name) {
-      this.form.clearProblems();
-      nameField.error.textContent = "A job needs a name.";
-      nameField.element.setAttribute("aria-invalid", "true");
-      nameField.element.focus();
+    if (!name || this.endBeforeStart()) {
+      // Every field's problem at once, not the first one found: the preview asks the API about
+      // the whole form, as if the user had touched every field.
+      for (const place of this.form.fields.keys()) this.form.touched.add(place);
+      clearTimeout(this.timer);
+      await this.preview();
+      if (!name) {
+        nameField.error.textContent = "A job needs a name: letters, digits, - and _.";
+        nameField.element.setAttribute("aria-invalid", "true");
+      }
+      const invalid = document.querySelector(".editor [aria-invalid='true']");
+      (invalid || nameField.element).focus();
       return;
     }
     const jobId = `${this.collection}/jobs/${encodeURIComponent(name)}`;
