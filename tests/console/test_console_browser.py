@@ -26,6 +26,7 @@ from shared.domain.attempts import Claim
 from shared.domain.ids import CollectionId, JobId
 from shared.storage.interface import Stored
 from shared.storage.table_store import TableStore
+from tests.api.test_templates import QUICKSTARTS
 from tests.conftest import ROOT, SAS_KEY, SAS_KEY_NAME, Service
 from tests.targets import Target
 
@@ -842,6 +843,40 @@ def test_a_template_file_is_checked_with_what_if_then_applied_and_its_jobs_appea
     )
     expect(page.get_by_role("button", name="Apply, deleting 1 job")).to_be_visible()
     assert api.get(f"{collection}/jobs/from-a-file").status_code == 200
+
+
+def test_a_template_without_a_parameters_file_is_filled_in_through_fields_drawn_from_it(
+    page: Page, service: Service, api: httpx.Client
+) -> None:
+    group = f"console-webapp-{secrets.token_hex(3)}"
+    import_page(page, service, group)
+    page.get_by_label("Template file").set_input_files(QUICKSTARTS / "scheduler-webapp.json")
+    expect(page.get_by_label("appSvcPlanName (string)")).to_be_visible()  # one field per parameter
+    expect(page.locator("#import-parameter-fields .field")).to_have_count(8)
+    expect(page.locator("#import-parameter-fields")).to_contain_text('default: "F1"')
+    expect(page.get_by_label("sku (object)")).to_have_attribute("placeholder", "{...} (JSON)")
+    for name, value in {"appSvcPlanName": "plan", "webAppName": "contoso-web",
+                        "jobCollectionName": "webjobs", "jobName": "ping"}.items():  # fmt: skip
+        page.get_by_label(f"{name} (string)").fill(value)
+    page.get_by_text("Values only Azure knows").click()
+    call = "reference(resourceId('Microsoft.Web/sites', parameters('webAppName')))"
+    page.get_by_label(call, exact=True).fill('{"hostNames": ["contoso-web.azurewebsites.net"]}')
+    page.get_by_label("Location (optional)").fill("West Europe")
+    page.get_by_role("button", name="Check (what-if)").click()
+    planned = page.get_by_role("region", name="What the import would do")
+    expect(planned).to_contain_text("Incremental mode: 2 skipped, 2 created.")
+    row = planned.get_by_role("row").filter(has_text="webjobs/ping")
+    expect(row.locator("td[data-label='Outcome']")).to_have_text("Created")  # once, not "Created created"
+    apply = page.get_by_role("button", name="Apply these changes")
+    table_bottom = planned.locator("table").bounding_box()
+    button_top = apply.bounding_box()
+    assert table_bottom is not None and button_top is not None
+    assert button_top["y"] - (table_bottom["y"] + table_bottom["height"]) >= 12  # room above the button
+    apply.click()
+    expect(page.get_by_role("status")).to_have_text("Imported: 2 skipped, 2 created.")
+    job = api.get(f"/subscriptions/console-sub/resourceGroups/{group}/providers/Microsoft.Scheduler"
+                  "/jobCollections/webjobs/jobs/ping").json()  # fmt: skip
+    assert job["properties"]["action"]["request"]["uri"] == "http://contoso-web.azurewebsites.net"
 
 
 def test_an_import_error_shows_its_message_beside_the_form(

@@ -68,11 +68,27 @@ function importForm(where) {
     h("input", { id, value, required: id !== "import-location", autocomplete: "off", spellcheck: "false",
       "aria-describedby": help ? `${id}-help` : null, oninput: forget }),
     help ? h("p", { id: `${id}-help`, class: "help" }, help) : null);
-  const file = (id, label, help) => h("div", { class: "field" },
+  const file = (id, label, help, chosen = null) => h("div", { class: "field" },
     h("label", { for: id }, label),
     h("input", { id, type: "file", accept: ".json,application/json", required: id === "import-template",
-      "aria-describedby": `${id}-help`, onchange: forget }),
+      "aria-describedby": `${id}-help`, onchange: (event) => { forget(); if (chosen) chosen(event); } }),
     h("p", { id: `${id}-help`, class: "help" }, help));
+  // The template's own parameters and the calls only Azure answers, as fields of their own,
+  // drawn when its file is chosen.
+  const parameterFields = h("div", { id: "import-parameter-fields" },
+    h("p", { class: "help" }, "Choose a template file: its parameters appear here to fill in."));
+  const callFields = h("div", { id: "import-call-fields" });
+  const templateChosen = async (event) => {
+    const chosen = event.currentTarget.files[0];
+    let template = null;
+    try {
+      template = chosen ? JSON.parse(await chosen.text()) : null;
+    } catch {
+      template = null; // said when checked: "The template file is not JSON"
+    }
+    parameterFields.replaceChildren(...parameterInputs(template, forget));
+    callFields.replaceChildren(...callInputs(template, forget));
+  };
   const mode = (value, words, help) => h("label", { class: "check" },
     h("input", { type: "radio", name: "import-mode", value, checked: value === "Incremental",
       onchange: forget }), h("span", {}, h("strong", {}, words), ` ${help}`));
@@ -128,17 +144,20 @@ function importForm(where) {
           text("import-location", "Location (optional)", "",
             "What resourceGroup().location gives; empty: the location of a collection already in the group.")),
         h("fieldset", { class: "group" }, h("legend", {}, "Files"),
-          file("import-template", "Template file", "The deployment template, such as azuredeploy.json."),
+          file("import-template", "Template file", "The deployment template, such as azuredeploy.json.",
+            templateChosen),
           file("import-parameters", "Parameters file (optional)",
             "Values of the template's parameters, such as azuredeploy.parameters.json; " +
-            "secrets an export wrote as parameters are given here.")),
+            "secrets an export wrote as parameters are given here. A value typed below wins over the file's.")),
+        h("fieldset", { class: "group" }, h("legend", {}, "Parameters"), parameterFields),
         h("fieldset", { class: "group" }, h("legend", {}, "Mode"),
           mode("Incremental", "Incremental:", "create or update what the template names, leave the rest."),
           mode("Complete", "Complete:", "also delete the jobs of its collections that it does not name.")),
         h("details", { class: "json-view" },
           h("summary", {}, "Values only Azure knows: reference(), listKeys()"),
+          callFields,
           h("div", { class: "field" },
-            h("label", { for: "import-values" }, "Expression values (JSON)"),
+            h("label", { for: "import-values" }, "More expression values (JSON)"),
             h("textarea", { id: "import-values", class: "json", rows: "4", spellcheck: "false",
               placeholder: "{\"listKeys(variables('rule'), '2018-01-01-preview')\": {\"primaryKey\": \"...\"}}",
               "aria-describedby": "import-values-help", oninput: forget }),
@@ -163,12 +182,141 @@ async function importBody(form) {
   const body = { where: [value("import-subscription"), value("import-group")] };
   body.template = await jsonFile("import-template", "The template file");
   const parameters = await jsonFile("import-parameters", "The parameters file");
-  if (parameters !== undefined) body.parameters = parameters;
+  const typed = typedParameters(form);
+  if (parameters !== undefined || Object.keys(typed).length) {
+    // A parameters file holds its values under "parameters", or is the values themselves.
+    const fromFile = parameters && isObject(parameters.parameters) ? parameters.parameters : parameters;
+    body.parameters = { ...(isObject(fromFile) ? fromFile : {}), ...typed };
+  }
   const modeChosen = document.querySelector("input[name='import-mode']:checked");
   body.mode = modeChosen ? modeChosen.value : "Incremental";
   if (value("import-location")) body.location = value("import-location");
-  if (value("import-values")) body.expressionValues = parsedJson("import-values", value("import-values"), "The expression values");
+  const values = typedCallValues(form);
+  if (value("import-values")) {
+    Object.assign(values, parsedJson("import-values", value("import-values"), "The expression values"));
+  }
+  if (Object.keys(values).length) body.expressionValues = values;
   return body;
+}
+
+// --- the template's parameters and Azure-only calls, as fields ------------------------------
+
+const SECURE_TYPES = ["securestring", "secureobject"];
+
+function parameterInputs(template, changed) {
+  const declared = template && isObject(template.parameters) ? Object.entries(template.parameters) : [];
+  if (!declared.length) return [h("p", { class: "help" }, template ? "The template has no parameters." :
+    "Choose a template file: its parameters appear here to fill in.")];
+  return declared.map(([name, declaration], index) => {
+    const id = `import-parameter-${index}`;
+    const type = String((declaration && declaration.type) || "string").toLowerCase();
+    const secure = SECURE_TYPES.includes(type);
+    const hasDefault = isObject(declaration) && "defaultValue" in declaration;
+    const description = declaration && declaration.metadata && declaration.metadata.description;
+    const shownDefault = hasDefault && !secure ? `default: ${JSON.stringify(declaration.defaultValue)}` : null;
+    const help = [description, shownDefault, hasDefault ? null : "Required: it has no default."]
+      .filter(Boolean).join(" ");
+    const common = { id, "data-parameter": name, "data-type": type, "aria-describedby": `${id}-help`,
+      oninput: changed, onchange: changed };
+    let control;
+    if (Array.isArray(declaration.allowedValues)) {
+      control = h("select", common, h("option", { value: "" }, hasDefault ? "(the default)" : "(choose)"),
+        declaration.allowedValues.map((allowed) => h("option", { value: JSON.stringify(allowed) },
+          typeof allowed === "string" ? allowed : JSON.stringify(allowed))));
+      control.dataset.allowed = "true";
+    } else if (type === "bool") {
+      control = h("select", common, h("option", { value: "" }, hasDefault ? "(the default)" : "(choose)"),
+        h("option", { value: "true" }, "true"), h("option", { value: "false" }, "false"));
+    } else if (type === "array" || type === "object" || type === "secureobject") {
+      control = h("textarea", { ...common, class: "json", rows: "3", spellcheck: "false",
+        placeholder: type === "array" ? "[...] (JSON)" : "{...} (JSON)" });
+    } else {
+      control = h("input", { ...common, type: secure ? "password" : "text", autocomplete: secure ? "new-password" : "off",
+        spellcheck: "false", inputmode: type === "int" ? "numeric" : null });
+    }
+    return h("div", { class: "field" },
+      h("label", { for: id }, `${name} (${type})`), control,
+      h("p", { id: `${id}-help`, class: "help" }, help));
+  });
+}
+
+// The parameters typed in their fields, as ARM takes them ({"name": {"value": ...}}); empty
+// fields are left to the file or the default. A value of the wrong type marks its field.
+function typedParameters(form) {
+  const typed = {};
+  for (const control of form.querySelectorAll("[data-parameter]")) {
+    const text = control.value.trim();
+    if (!text) continue;
+    const type = control.dataset.type;
+    const words = `The parameter ${control.dataset.parameter}`;
+    let value = text;
+    if (control.dataset.allowed || type === "bool") value = JSON.parse(text);
+    else if (type === "int") {
+      if (!/^-?\d+$/.test(text)) throw invalidField(control.id, `${words} is an int: a whole number.`);
+      value = Number(text);
+    } else if (["array", "object", "secureobject"].includes(type)) value = parsedJson(control.id, text, words);
+    typed[control.dataset.parameter] = { value };
+  }
+  return typed;
+}
+
+// The calls only Azure answers (reference(), listKeys() and the other list*() calls), each as
+// the template writes it, found in its expressions: one JSON field each.
+function callInputs(template, changed) {
+  const calls = template ? azureOnlyCalls(template) : [];
+  if (!calls.length) return [];
+  return [h("p", { class: "help" }, "The template reads these from Azure: give each one's value as JSON " +
+    "(a listKeys() of a Service Bus rule: {\"primaryKey\": \"...\", \"keyName\": \"...\"})."),
+  ...calls.map((call, index) => {
+    const id = `import-call-${index}`;
+    return h("div", { class: "field" }, h("label", { for: id }, call),
+      h("textarea", { id, class: "json", rows: "2", spellcheck: "false", "data-call": call, oninput: changed }));
+  })];
+}
+
+function typedCallValues(form) {
+  const values = {};
+  for (const control of form.querySelectorAll("[data-call]")) {
+    const text = control.value.trim();
+    if (text) values[control.dataset.call] = parsedJson(control.id, text, `The value of ${control.dataset.call}`);
+  }
+  return values;
+}
+
+const AZURE_ONLY_CALL = /\b(reference|list[a-z]*)\s*\(/gi;
+
+function azureOnlyCalls(template) {
+  const found = new Set();
+  const visit = (value) => {
+    if (typeof value === "string") {
+      if (value.startsWith("[") && !value.startsWith("[[")) for (const call of callsIn(value)) found.add(call);
+    } else if (Array.isArray(value)) value.forEach(visit);
+    else if (isObject(value)) Object.values(value).forEach(visit);
+  };
+  visit(template.resources);
+  visit(template.variables);
+  visit(template.outputs);
+  return [...found];
+}
+
+// Each reference(...) or list...(...) call in an expression, its parentheses balanced and
+// quoted text skipped ('it''s' included).
+function callsIn(expression) {
+  const calls = [];
+  for (const match of expression.matchAll(AZURE_ONLY_CALL)) {
+    let depth = 0;
+    let quoted = false;
+    for (let at = match.index + match[0].length - 1; at < expression.length; at += 1) {
+      const char = expression[at];
+      if (char === "'") quoted = !quoted;
+      else if (!quoted && char === "(") depth += 1;
+      else if (!quoted && char === ")" && --depth === 0) {
+        calls.push(expression.slice(match.index, at + 1));
+        break;
+      }
+    }
+  }
+  return calls;
 }
 
 async function jsonFile(id, words) {
@@ -228,7 +376,7 @@ function reportView(report) {
       ? (resource.type.endsWith("/jobs") ? jobPath(resource.id) : collectionPath(resource.id)) : null;
     const why = [resource.reason, ...(resource.warnings || [])].filter(Boolean);
     return h("tr", {},
-      cell("Outcome", badge(resource.outcome), " ", IMPORT_OUTCOME_WORDS[resource.outcome] || ""),
+      cell("Outcome", badge(resource.outcome)),
       cell("Type", resource.type),
       cell("Name", shownAt && !report.whatIf ? h("a", { href: `#/${shownAt}` }, resource.name) : resource.name),
       cell("Why", why.length ? h("ul", { class: "plain" }, why.map((line) => h("li", {}, line))) : ""));
