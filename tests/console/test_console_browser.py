@@ -410,7 +410,7 @@ def test_a_job_of_each_action_type_is_made_through_the_form(
     page: Page, service: Service, api: httpx.Client, collection: str, target: Target
 ) -> None:
     sign_in(page, service)
-    start = soon().isoformat().replace("+00:00", "Z")
+    start = soon().strftime("%Y-%m-%dT%H:%M:%S")  # the picker's wall time, in UTC (no time zone)
     kinds = ["Https", "Http", "StorageQueue", "ServiceBusQueue", "ServiceBusTopic"]
     for kind in kinds:
         new_job_form(page, service, collection)
@@ -431,7 +431,7 @@ def test_a_job_of_each_action_type_is_made_through_the_form(
         policy = made["action"]["retryPolicy"]
         assert (policy["retryType"].lower(), policy["retryInterval"], policy["retryCount"]) == ("fixed", "PT1M", 2)
         assert (made["recurrence"]["frequency"].lower(), made["recurrence"]["interval"]) == ("hour", 1)
-        assert made["startTime"] == start
+        assert made["startTime"] == f"{start}Z"  # the picked wall time, in UTC
     https = api.get(f"{collection}/jobs/made-https").json()["properties"]["action"]["request"]
     assert https["headers"] == {"X-Job": "from-the-form"}
     assert https["authentication"] == {"type": "Basic", "username": "ops"}  # the password is kept, unshown
@@ -469,7 +469,7 @@ def test_the_preview_follows_the_schedule_and_a_field_shows_its_error(
     page.evaluate("window.scrollTo(0, 0)")
     screenshot(page, FORM_SCREENSHOT, tmp_path)
 
-    page.get_by_label("Start time (UTC)").fill(soon().isoformat().replace("+00:00", "Z"))
+    page.get_by_label("Start time (Europe/Berlin)").fill(soon().strftime("%Y-%m-%dT%H:%M:%S"))
     page.get_by_role("button", name="Create job").click()
     expect(page.get_by_role("heading", name="Job berlin-morning")).to_be_visible()
     next_occurrence = page.locator("ol.occurrences time").nth(1)
@@ -495,8 +495,8 @@ def test_the_schedule_previews_before_the_action_is_right_and_save_marks_every_p
         "must be an absolute https URL, such as https://example.com/path")
     expect(preview.get_by_role("listitem")).to_have_count(5)  # still previewed
 
-    page.get_by_label("Start time (UTC)").fill("2027-03-01T08:00:00Z")
-    page.get_by_label("End time (UTC)").fill("2027-02-01T00:00:00")  # no offset: UTC, before the start
+    page.get_by_label("Start time (UTC)").fill("2027-03-01T08:00:00")
+    page.get_by_label("End time (UTC)").fill("2027-02-01T00:00:00")  # before the start
     end_error = page.locator("#f-recurrence-endTime-error")
     expect(end_error).to_contain_text("is not after the start time: the job would never run")
     expect(page.get_by_label("End time (UTC)")).to_have_attribute("aria-invalid", "true")
@@ -508,8 +508,28 @@ def test_the_schedule_previews_before_the_action_is_right_and_save_marks_every_p
     expect(page.locator(".editor [aria-invalid='true']")).to_have_count(3)
     expect(page.get_by_role("heading", name="New job")).to_be_visible()  # nothing was saved
 
-    page.get_by_label("End time (UTC)").fill("2027-06-01T00:00:00Z")
+    page.get_by_label("End time (UTC)").fill("2027-06-01T00:00:00")
     expect(end_error).to_be_empty()
+
+
+def test_start_and_end_times_are_picked_on_the_jobs_own_clock(page: Page, service: Service, collection: str) -> None:
+    sign_in(page, service)
+    new_job_form(page, service, collection)
+    page.get_by_label("Unit").select_option("Day")
+    page.get_by_label("Time zone").fill("Europe/Berlin")
+    page.get_by_label("Start time (Europe/Berlin)").fill("2027-07-01T08:00:00")  # summer: UTC+2
+    page.get_by_label("End time (Europe/Berlin)").fill("2027-12-31T18:30:00")  # winter: UTC+1
+    definition = json.loads(page.get_by_label("Job properties (JSON)").input_value())
+    assert definition["startTime"] == "2027-07-01T08:00:00+02:00"
+    assert definition["recurrence"]["endTime"] == "2027-12-31T18:30:00+01:00"
+    expect(page.get_by_role("region", name="Preview")).to_contain_text("2027-07-01 06:00:00 UTC")
+
+    page.get_by_label("Time zone").fill("")  # the same instants, now on the UTC clock
+    expect(page.get_by_label("Start time (UTC)")).to_have_value("2027-07-01T06:00")  # no seconds when 0
+    expect(page.get_by_label("End time (UTC)")).to_have_value("2027-12-31T17:30")
+    page.get_by_label("Time zone").fill("W. Europe Standard Time")  # the API's, not the browser's
+    expect(page.get_by_label("Start time (UTC)")).to_be_visible()
+    expect(page.locator("#f-startTime-help")).to_contain_text("this browser does not know the time zone W. Europe Standard Time")
 
 
 def test_an_edit_saves_the_change_and_keeps_the_stored_secret(

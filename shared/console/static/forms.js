@@ -38,6 +38,48 @@ const STAND_IN = { password: "kept", secret: "kept", sasKey: "kept", sasToken: "
 const STAND_IN_ACTION = { type: "Https", request: { uri: "https://example.com/", method: "GET" } };
 const aboutTheAction = (detail) => /^properties\.action(\.|$)/.test(detail.target || "");
 
+// --- wall times in a time zone (the date-time pickers) --------------------------------------
+
+// Whether the browser knows `zone` (IANA names; Windows names such as "W. Europe Standard
+// Time" are the API's, not the browser's).
+function browserKnows(zone) {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// How far `zone`'s wall clock is ahead of UTC at the instant `ms`, in milliseconds.
+function zoneOffsetMs(zone, ms) {
+  const parts = new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric",
+    month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" }).formatToParts(new Date(ms));
+  const part = (type) => Number(parts.find((each) => each.type === type).value);
+  const wall = Date.UTC(part("year"), part("month") - 1, part("day"), part("hour"), part("minute"), part("second"));
+  return wall - Math.floor(ms / 1000) * 1000;
+}
+
+// The wall time "YYYY-MM-DDTHH:MM:SS" of instant `ms` in `zone`.
+function wallTimeOf(ms, zone) {
+  return new Date(ms + zoneOffsetMs(zone, ms)).toISOString().slice(0, 19);
+}
+
+// The instant that wall time `wall` ("YYYY-MM-DDTHH:MM[:SS]") is in `zone`, written as the API
+// reads it: with the zone's offset then ("+01:00"), or "Z" in UTC. Twice round, so that a wall
+// time just across a change of offset takes the offset it is in.
+function instantText(wall, zone) {
+  const asUtc = Date.parse(`${wall.length === 16 ? `${wall}:00` : wall}Z`);
+  if (Number.isNaN(asUtc)) return wall;
+  let ms = asUtc - zoneOffsetMs(zone, asUtc);
+  ms = asUtc - zoneOffsetMs(zone, ms);
+  const offset = zoneOffsetMs(zone, ms) / 60000;
+  if (offset === 0) return `${wallTimeOf(ms, zone)}Z`;
+  const sign = offset < 0 ? "-" : "+";
+  const whole = Math.abs(offset);
+  return `${wallTimeOf(ms, zone)}${sign}${String(Math.floor(whole / 60)).padStart(2, "0")}:${String(whole % 60).padStart(2, "0")}`;
+}
+
 // An instant the API would read from `text` (no offset: UTC, as the API reads it), or NaN.
 function instantOf(text) {
   if (typeof text !== "string" || !text.trim()) return NaN;
@@ -122,6 +164,7 @@ class Form {
     this.changed = changed; // (structural: bool) -> void
     this.fields = new Map();
     this.touched = new Set(); // the fields the user changed: a preview marks only their problems
+    this.zoned = []; // the date-time pickers, redrawn when the job's time zone changes
   }
 
   // A labelled control for the model's `path`, with room for its help and its error.
@@ -158,6 +201,38 @@ class Form {
     this.fields.set(path.join("."), { element, error });
     return h("div", { class: "field" }, h("label", { for: id }, label), element,
       help ? h("p", { id: `${id}-help`, class: "help" }, help) : null, error);
+  }
+
+  // A date and time picked on the wall clock of `zone` (an IANA name, or null for UTC): the
+  // model keeps the instant, with the zone's offset, as the API reads it.
+  // A change of the zone redraws it in place (`rezone`): the same instant on the new clock.
+  dateTime(label, path, zone, help) {
+    const id = `f-${path.join("-")}`;
+    let shownZone = "UTC";
+    const element = h("input", { id, type: "datetime-local", step: "1", "aria-describedby": `${id}-help ${id}-error`,
+      oninput: (event) => {
+        this.touched.add(path.join("."));
+        setAt(this.model, path, event.target.value ? instantText(event.target.value, shownZone) : undefined);
+        this.changed(false);
+      } });
+    const wrapped = this.wrap(id, label, path, element, help);
+    const labelOf = wrapped.querySelector("label");
+    const helpOf = wrapped.querySelector(".help");
+    const draw = (newZone) => {
+      shownZone = newZone && browserKnows(newZone) ? newZone : "UTC";
+      const instant = instantOf(getAt(this.model, path));
+      if (document.activeElement !== element) element.value = Number.isNaN(instant) ? "" : wallTimeOf(instant, shownZone);
+      labelOf.textContent = `${label} (${shownZone})`;
+      helpOf.textContent = `${newZone && shownZone !== newZone
+        ? `In UTC: this browser does not know the time zone ${newZone}.` : `In ${shownZone}, the job's time zone.`} ${help}`;
+    };
+    draw(zone);
+    this.zoned.push(draw);
+    return wrapped;
+  }
+
+  rezone(zone) {
+    for (const draw of this.zoned) draw(zone);
   }
 
   // A write-only field: empty, it keeps what is stored (`kept`); typed, it replaces it.
@@ -320,6 +395,7 @@ class JobEditor {
     const focused = document.activeElement && document.activeElement.id;
     const form = this.form;
     form.fields = new Map();
+    form.zoned = [];
     const model = this.model;
     const recurring = isObject(model.recurrence);
     const sections = [
@@ -329,8 +405,8 @@ class JobEditor {
           "aria-describedby": "f-name-help f-name-error", oninput: (event) => { this.name = event.target.value; },
         }), "Letters, digits, hyphens and underscores; it cannot be changed later."),
         form.field("State", ["state"], { control: "select", options: { enabled: "Enabled", disabled: "Disabled" } }),
-        form.field("Start time (UTC)", ["startTime"], { placeholder: "2026-12-01T08:00:00Z",
-          help: "When the schedule starts; empty: when the job is saved." }),
+        form.dateTime("Start time", ["startTime"], this.timeZone(),
+          "When the schedule starts; empty: when the job is saved."),
         form.field("When a run is due while the previous one still runs", ["overlapPolicy"], {
           control: "select",
           options: { "": "Wait for it (default)", Wait: "Wait for it", Skip: "Skip the run", Allow: "Run alongside" },
@@ -367,11 +443,11 @@ class JobEditor {
       form.field("On days of the month", at("schedule", "monthDays"), { kind: "numbers",
         help: "1 to 31, or -1 for the last day. Monthly occurrences (the first Friday...) are set in the JSON." }),
       form.field("Time zone", at("timeZone"), { list: "time-zones",
-        help: "The wall clock the hours follow: an IANA or Windows name; empty: UTC." }),
+        help: "The wall clock the hours and the start and end times follow: an IANA or Windows name; empty: UTC." }),
       h("datalist", { id: "time-zones" }, TIME_ZONES.map((zone) => h("option", { value: zone }))),
       h("div", { class: "row-fields" },
         form.field("Stop after this many runs", at("count"), { kind: "number" }),
-        form.field("End time (UTC)", at("endTime"), { placeholder: "2027-06-01T00:00:00Z" })),
+        form.dateTime("End time", at("endTime"), this.timeZone(), "No run after it; empty: none.")),
     ];
   }
 
@@ -494,6 +570,12 @@ class JobEditor {
     return typeOf(before) === typeOf(now);
   }
 
+  // The job's time zone as written (null: UTC), which its start and end times are shown in.
+  timeZone() {
+    const zone = getAt(this.model, ["recurrence", "timeZone"]);
+    return typeof zone === "string" && zone.trim() ? zone.trim() : null;
+  }
+
   // Secret places (whole paths) that keep their stored value: kept and not typed again.
   keptSecrets() {
     const found = [];
@@ -508,6 +590,7 @@ class JobEditor {
 
   changed(structural) {
     if (structural) this.renderFields();
+    else this.form.rezone(this.timeZone());
     this.showJson();
     this.schedulePreview(PREVIEW_DELAY_MS);
   }
