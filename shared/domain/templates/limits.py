@@ -1,0 +1,137 @@
+"""ARM's limits on a template (docs/security.md#template-limits), checked before any of it is
+expanded: how many parameters, variables, outputs and resources it declares, how large it is,
+and how long its expressions are. Resources are counted with their copies, multiplied through
+copy loops nested in copy loops, from the loops' counts alone: a template that would make more
+than 800 is refused without making one. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shared.domain.templates.deployment import TEMPLATE, TemplateError
+from shared.domain.templates.evaluation import copy_count, variable_loops
+from shared.domain.templates.expressions import LONGEST_EXPRESSION, Scope, is_expression
+from shared.domain.wire import JsonObject
+
+MOST_PARAMETERS = 256
+MOST_VARIABLES = 512
+MOST_OUTPUTS = 64
+MOST_RESOURCES = 800  # counting copies
+# Sizes are characters of compact JSON. ARM applies them to the template as expanded (copies
+# made, variables and parameters put in): here the template as sent, each resource's
+# definition, and the definitions times their copies, before expansion; then each resource's
+# body as evaluated (shared/domain/templates/resources.py).
+LARGEST_TEMPLATE = 4 * 1024 * 1024
+LARGEST_RESOURCE = 1024 * 1024
+LARGEST_PARAMETERS = 4 * 1024 * 1024  # the parameters (file) given with it
+
+
+def check_declarations(template: JsonObject, parameters: Mapping[str, Any]) -> None:
+    """Refuses a template over ARM's limits on its declarations, its size or an expression's
+    length, and parameters larger than a parameters file may be."""
+    for section, most in (("parameters", MOST_PARAMETERS), ("outputs", MOST_OUTPUTS)):
+        declared = template.get(section)
+        if isinstance(declared, dict) and len(declared) > most:
+            raise TemplateError(
+                TEMPLATE, section, f"declares {len(declared):,}; ARM allows at most {most}"
+            )
+    variables = template.get("variables")
+    if isinstance(variables, dict):
+        looped = variable_loops(variables)
+        count = len(variables) - (1 if looped else 0) + len(looped)
+        if count > MOST_VARIABLES:
+            raise TemplateError(
+                TEMPLATE, "variables",
+                f"declares {count:,}{' (counting those made by copy loops)' if looped else ''}; "
+                f"ARM allows at most {MOST_VARIABLES}",
+            )  # fmt: skip
+    size = json_size(template)
+    if size > LARGEST_TEMPLATE:
+        raise TemplateError(
+            TEMPLATE, "", f"is {size:,} characters of JSON; ARM allows at most {LARGEST_TEMPLATE:,}"
+        )
+    if json_size(dict(parameters)) > LARGEST_PARAMETERS:
+        raise TemplateError(
+            "parameters", "", f"are more than {LARGEST_PARAMETERS:,} characters of JSON"
+        )
+    for path, text in _strings(template, ""):
+        if is_expression(text) and len(text) - 2 > LONGEST_EXPRESSION:
+            raise TemplateError(
+                TEMPLATE, path.lstrip("."),
+                f"is an expression of {len(text) - 2:,} characters; "
+                f"ARM allows at most {LONGEST_EXPRESSION:,}",
+            )  # fmt: skip
+
+
+@dataclass
+class _Tally:
+    resources: int = 0
+    size: int = 0  # of the definitions, times their copies
+
+
+def check_resources(resources: list[Any], scope: Scope) -> None:
+    """Refuses a template that would make more than MOST_RESOURCES resources counting copies,
+    or whose resource definitions, each taken as many times as it is copied, would be larger
+    than LARGEST_TEMPLATE; or that has a definition larger than LARGEST_RESOURCE. Only the
+    copy loops' counts are evaluated (a nested loop's with its enclosing loops at their first
+    index); what is malformed is left for the walk to name."""
+    _count(resources, scope, "resources", 1, _Tally())
+
+
+def _count(resources: list[Any], scope: Scope, where: str, times: int, tally: _Tally) -> None:
+    for position, resource in enumerate(resources):
+        at = f"{where}[{position}]"
+        if not isinstance(resource, dict):
+            continue
+        loop, copies, inner = resource.get("copy"), 1, scope
+        counted = isinstance(loop, dict) and isinstance(loop.get("name"), str)
+        if isinstance(loop, dict) and counted:
+            copies = copy_count(loop.get("count"), scope, at, "copy.count")
+            inner = replace(scope, copy_indexes={**scope.copy_indexes, loop["name"]: 0})
+        instances = times * copies
+        tally.resources += instances
+        if tally.resources > MOST_RESOURCES:
+            made = f"{copies:,} copies in each of {times:,}" if times > 1 else f"{copies:,} copies"
+            raise TemplateError(
+                at, "copy.count" if counted else "",
+                f"brings the template to {tally.resources:,} resources counting copies ({made}); "
+                f"ARM allows at most {MOST_RESOURCES}",
+            )  # fmt: skip
+        size = json_size({key: value for key, value in resource.items() if key != "resources"})
+        if size > LARGEST_RESOURCE:
+            raise TemplateError(
+                at, "", f"is {size:,} characters of JSON; ARM allows at most {LARGEST_RESOURCE:,}"
+            )
+        tally.size += size * instances
+        if tally.size > LARGEST_TEMPLATE:
+            raise TemplateError(
+                at, "",
+                f"brings the template, its copies made, to more than {LARGEST_TEMPLATE:,} "
+                "characters of JSON, the most ARM allows",
+            )  # fmt: skip
+        children = resource.get("resources")
+        if instances and isinstance(children, list):
+            _count(children, inner, f"{at}.resources", instances, tally)
+
+
+def json_size(value: Any) -> int:
+    """How many characters `value` takes as compact JSON."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string of a JSON value with its path: object keys are never expressions."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str | dict | list):
+                yield from _strings(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, str | dict | list):
+                yield from _strings(item, f"{path}[{index}]")
