@@ -95,10 +95,16 @@ def _count(resources: list[Any], scope: Scope, where: str, times: int, tally: _T
         instances = times * copies
         tally.resources += instances
         if tally.resources > MOST_RESOURCES:
-            made = f"{copies:,} copies in each of {times:,}" if times > 1 else f"{copies:,} copies"
+            made = f"{copies:,} copies" if counted else "once"
+            if times > 1:
+                made = f" ({made} in each of {times:,} copies of the resource it is nested in)"
+            elif counted:
+                made = f" ({made})"
+            else:
+                made = ""
             raise TemplateError(
                 at, "copy.count" if counted else "",
-                f"brings the template to {tally.resources:,} resources counting copies ({made}); "
+                f"brings the template to {tally.resources:,} resources counting copies{made}; "
                 f"ARM allows at most {MOST_RESOURCES}",
             )  # fmt: skip
         size = json_size({key: value for key, value in resource.items() if key != "resources"})
