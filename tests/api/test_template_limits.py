@@ -23,7 +23,11 @@ def refused(answer: httpx.Response) -> dict[str, Any]:
 
 
 def test_the_nested_copy_bomb_is_refused_before_it_is_expanded(api: httpx.Client) -> None:
-    inner = {"type": "child", "name": "[string(copyIndex('b'))]", "copy": {"name": "b", "count": 800}}
+    inner = {
+        "type": "child",
+        "name": "[string(copyIndex('b'))]",
+        "copy": {"name": "b", "count": 800},
+    }
     outer = {"type": "Microsoft.Web/sites", "name": "[string(copyIndex('a'))]", "copy": {"name": "a", "count": 800},
              "resources": [inner]}  # fmt: skip
     error = refused(import_into(api, new_group(), template={"resources": [outer]}, whatIf=True))
@@ -41,7 +45,9 @@ def test_an_expression_longer_than_arm_allows_is_refused(api: httpx.Client) -> N
 
 
 def test_a_python_error_inside_evaluation_is_a_400_naming_the_expression(api: httpx.Client) -> None:
-    template = {"resources": [{"type": COLLECTION, "name": "jc", "location": "[string(split('abc', ''))]"}]}
+    template = {
+        "resources": [{"type": COLLECTION, "name": "jc", "location": "[string(split('abc', ''))]"}]
+    }
     error = refused(import_into(api, new_group(), template=template, whatIf=True))
     assert "property 'location', expression '[string(split('abc', ''))]'" in error["message"]
 
@@ -57,13 +63,17 @@ def secret_job(target: Target) -> dict[str, Any]:
             "resources": [{"type": COLLECTION, "name": "jc", "location": "West Europe", "resources": [job]}]}  # fmt: skip
 
 
-def test_what_if_never_says_whether_a_guessed_secret_is_the_stored_one(api: httpx.Client, target: Target) -> None:
+def test_what_if_never_says_whether_a_guessed_secret_is_the_stored_one(
+    api: httpx.Client, target: Target
+) -> None:
     group, template = new_group(), secret_job(target)
     applied = import_into(api, group, template=template, parameters={"password": {"value": SECRET}})
     assert applied.status_code == 200, applied.text
     answers = []
     for guess in (SECRET, "wrong-guess"):
-        answer = import_into(api, group, template=template, parameters={"password": {"value": guess}}, whatIf=True)
+        answer = import_into(
+            api, group, template=template, parameters={"password": {"value": guess}}, whatIf=True
+        )
         assert answer.status_code == 200, answer.text
         answers.append(answer.json())
     assert answers[0] == answers[1]
@@ -73,10 +83,14 @@ def test_what_if_never_says_whether_a_guessed_secret_is_the_stored_one(api: http
     assert outcomes(answers[0])[f"{COLLECTION} jc"] == "Unchanged"
 
 
-def test_a_rule_that_quotes_what_it_refuses_never_shows_a_secure_value(api: httpx.Client, target: Target) -> None:
+def test_a_rule_that_quotes_what_it_refuses_never_shows_a_secure_value(
+    api: httpx.Client, target: Target
+) -> None:
     template = secret_job(target)
     template["resources"][0]["resources"][0]["properties"]["state"] = "[parameters('password')]"
-    answer = import_into(api, new_group(), template=template, parameters={"password": {"value": SECRET}})
+    answer = import_into(
+        api, new_group(), template=template, parameters={"password": {"value": SECRET}}
+    )
     assert answer.status_code == 400, answer.text
     assert "properties.state" in answer.json()["error"]["message"]
     assert SECRET not in answer.text
@@ -85,5 +99,10 @@ def test_a_rule_that_quotes_what_it_refuses_never_shows_a_secure_value(api: http
 def test_an_allowed_values_mismatch_never_shows_a_secure_value(api: httpx.Client) -> None:
     template = {"parameters": {"password": {"type": "securestring", "allowedValues": ["other"]}},
                 "resources": [{"type": COLLECTION, "name": "[parameters('password')]", "location": "West Europe"}]}  # fmt: skip
-    error = refused(import_into(api, new_group(), template=template, parameters={"password": {"value": SECRET}}))
-    assert error["message"] == "parameters, property 'password': its value is not one of its allowedValues"
+    error = refused(
+        import_into(api, new_group(), template=template, parameters={"password": {"value": SECRET}})
+    )
+    assert (
+        error["message"]
+        == "parameters, property 'password': its value is not one of its allowedValues"
+    )

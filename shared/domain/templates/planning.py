@@ -21,7 +21,7 @@ from shared.domain.templates.deployment import (
     resource_key,
 )
 from shared.domain.templates.evaluation import scope_of, secret_forms
-from shared.domain.templates.limits import check_declarations, check_resources
+from shared.domain.templates.limits import check_declarations, check_sizes, count_resources
 from shared.domain.templates.resources import Declared, check_property_values, flattened
 
 
@@ -36,10 +36,10 @@ def plan(template: Any, deployment: Deployment) -> Plan:
         raise TemplateError(TEMPLATE, "resources", "must be an array of resources")
     secrets: set[str] = set()
     try:
-        check_declarations(template, deployment.parameters)
+        check_declarations(template)
         scope = scope_of(template, deployment)
         secrets = scope.secrets
-        check_resources(resources, scope)
+        check_sizes(template, deployment.parameters, count_resources(resources, scope))
         found = list(flattened(resources, scope, deployment, "resources", None))
         check_property_values(found, deployment)
         ordered = _in_order(found)
