@@ -246,3 +246,26 @@ def test_no_message_shows_a_secure_value(monkeypatch: pytest.MonkeyPatch, templa
     given = {} if "defaultValue" in declared else {"pw": {"value": value}}
     said = refused(template, Deployment("sub", "rg", "x", parameters=given))
     assert SECRET not in said and SECRET[:12] not in said
+
+
+# What one import may cost the host, whatever ARM's limits let through (expressions.Meter).
+def test_evaluation_steps_of_one_import_are_bounded() -> None:
+    many = "concat(" + ", ".join(["copyIndex('loop')"] * 700) + ")"
+    template = {"variables": {"copy": [{"name": "loop", "count": 800, "input": f"[{many}]"}]},
+                "resources": [{"type": COLLECTION, "name": "[string(length(variables('loop')))]", "location": "x"}]}  # fmt: skip
+    assert "past 500,000 steps of evaluation in all, the most one import may take" in refused(template)
+
+
+def test_characters_made_by_one_import_are_bounded() -> None:
+    template = {"variables": {"big": "b" * 999_000, "copy": [
+                    {"name": "loop", "count": 800, "input": "[concat(variables('big'), string(copyIndex('loop')))]"}]},
+                "resources": [{"type": COLLECTION, "name": "[string(length(variables('loop')))]", "location": "x"}]}  # fmt: skip
+    assert "past 16,000,000 characters or items made in all, the most one import may make" in refused(template)
+
+
+def test_expression_text_parsed_by_one_import_is_bounded() -> None:
+    variables = {f"v{n}": f"[concat('{n:02d}{'t' * 24_000}')]" for n in range(11)}  # 264,000 characters
+    template = {"variables": variables,
+                "resources": [{"type": COLLECTION, "name": "[string(length(concat(" + ", ".join(
+                    f"variables('v{n}')" for n in range(11)) + ")))]", "location": "x"}]}  # fmt: skip
+    assert "past 262,144 characters of expressions parsed in all, the most one import may parse" in refused(template)
