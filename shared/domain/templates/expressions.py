@@ -107,8 +107,9 @@ _PARSER = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False, transformer=_T
 # refused before parsing, which costs about 10 microseconds per token here.
 LONGEST_EXPRESSION = 24_576
 # The parser's cache holds trees of at most this many characters of expression text in all. A
-# tree takes about 30 bytes per character at worst (`concat(1,1,...)`, one node per two
-# characters), so the cache holds at most some 16 MB, however long the expressions it meets.
+# tree takes about 25 bytes per character at worst (`concat(1,1,...)`, one node per two
+# characters, measured with tracemalloc), so the cache holds at most some 13 MB, however long
+# the expressions it meets.
 CACHED_CHARACTERS = 512 * 1024
 # Each entry is the tree and the length of its text, which is what it weighs.
 _parsed: LRUCache[str, tuple[Node, int]] = LRUCache(
