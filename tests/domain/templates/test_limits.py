@@ -55,6 +55,13 @@ def test_resources_are_counted_with_their_copies_multiplied_through_nesting(temp
     assert said in refused(template)
 
 
+def test_a_nested_count_that_grows_with_its_parents_index_is_still_held_to_800() -> None:
+    inner = site("inner", 1)
+    inner["copy"]["count"] = "[if(equals(copyIndex('outer'), 0), 1, 800)]"  # 1 for the first parent only
+    said = refused({"resources": [site("outer", 2, inner)]})
+    assert said == "resources[0].resources[0]: makes more than 800 resources counting copies, the most ARM allows"
+
+
 def test_at_most_800_resources_counting_copies_is_planned() -> None:
     template = {"resources": [site("outer", 20, site("inner", 39))]}  # 20 + 780
     assert len(plan(template, DEPLOYMENT).skipped) == 800
