@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -213,6 +214,7 @@ def main() -> int:
     arguments = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     arguments.add_argument("--print", action="store_true", help="print only; write no results")
     printing = arguments.parse_args().print
+    load = os.getloadavg()[0]
     chosen = cases() + (function_cases() if overflow_refused() else [])
     rows, misses = [], []
     for case in chosen:
@@ -244,7 +246,8 @@ def main() -> int:
     table = "\n".join([
         "# Template import: the worst templates of issue 42",
         "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.templates` on {machine()}.",
+        f"Measured {datetime.now(UTC):%Y-%m-%d} by `python -m bench.templates` on {machine()},",
+        f"the machine's load average {load:.1f} when it started (other work shared its cores).",
         "Each template is sent as a what-if import through the route's handler",
         "(`shared.api.arm.serve` with `import_template`: the body's JSON read, the request's",
         "model, the plan), in process, on a store that fails if touched. Times are in ms over",
