@@ -135,6 +135,7 @@ bench: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.burst
 	$(BIN)/python -m bench.actions
 	$(BIN)/python -m bench.azurite_queue
+	$(BIN)/python -m bench.templates
 	$(if $(IS_313),$(BIN)/python -m bench.runtime,@echo "bench.runtime needs Python 3.13: skipped")
 
 lint: $(TESTDEPS)

@@ -3,7 +3,7 @@ resources applied to a resource group, and collections written back as a templat
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import WithJsonSchema
 
@@ -11,6 +11,7 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.errors import arm_error
 from shared.domain.ids import valid_resource_group, valid_subscription
+from shared.domain.redaction import masked_values
 from shared.domain.templates.deployment import Deployment, ImportMode
 from shared.domain.templates.export import ExportedCollection, exported_template
 from shared.domain.templates.planning import plan
@@ -89,9 +90,9 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
         expression_values=sent.expression_values or {},
         property_values=sent.property_values or {},
     )  # fmt: skip
+    planned = plan(sent.template, deployment)
     report = TemplateImport(services.store, services.scheduling).apply(
-        plan(sent.template, deployment), subscription, group, services.now(),
-        mode=sent.mode, what_if=sent.what_if,
+        planned, subscription, group, services.now(), mode=sent.mode, what_if=sent.what_if,
     )  # fmt: skip
     for outcome in report.resources:
         request.ignored.extend(
@@ -103,7 +104,20 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     error = arm_error(report.failure)
     if error is None:  # pragma: no cover (apply reports only the failures it knows)
         raise report.failure
-    return ApiResponse(error.status, {**error.envelope, **report.to_wire()})
+    # A rule's message may quote the value it refuses: never a secure parameter's.
+    envelope = _masked(error.envelope, planned.secrets)
+    return ApiResponse(error.status, {**envelope, **report.to_wire()})
+
+
+def _masked(value: Any, secrets: frozenset[str]) -> Any:
+    """A JSON value with the secrets in its strings masked."""
+    if isinstance(value, str):
+        return masked_values(value, secrets)
+    if isinstance(value, dict):
+        return {key: _masked(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item, secrets) for item in value]
+    return value
 
 
 def export_resource_group(request: ApiRequest, services: Services) -> ApiResponse:

@@ -21,9 +21,15 @@ from shared.domain.collection import CollectionBody, SkuName
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JOB_TYPE, CollectionId, JobId
 from shared.domain.job_definition import JobBody, JobProperties
-from shared.domain.job_document import keeping_stored_secrets, stored_definition
+from shared.domain.job_document import (
+    keeping_stored_secrets,
+    public_properties,
+    secret_values,
+    stored_definition,
+)
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
+from shared.domain.redaction import masked_values
 from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
 from shared.domain.wire import IgnoredProperty, JsonObject, ignored_properties
 from shared.execution.scheduling import Scheduling
@@ -120,6 +126,7 @@ class _Run:
     resource_group: str
     now: datetime
     what_if: bool
+    secrets: frozenset[str] = frozenset()  # the template's secure values (Plan.secrets)
     planned_skus: dict[str, SkuName] = field(default_factory=dict)
 
 
@@ -143,7 +150,7 @@ class TemplateImport:
         report.resources += [
             ResourceOutcome(s.type, s.name, Outcome.SKIPPED, reason=s.reason) for s in plan.skipped
         ]
-        run = _Run(subscription, resource_group, now, what_if)
+        run = _Run(subscription, resource_group, now, what_if, plan.secrets)
         for position, resource in enumerate(plan.resources):
             outcome = ResourceOutcome(resource.type, resource.name, Outcome.NOT_APPLIED)
             report.resources.append(outcome)
@@ -153,7 +160,8 @@ class TemplateImport:
                 else:
                     self._collection(run, resource, outcome)
             except (RuleBroken, StorageError) as failed:
-                outcome.outcome, outcome.reason = Outcome.FAILED, _said(failed)
+                outcome.outcome = Outcome.FAILED
+                outcome.reason = masked_values(_said(failed), plan.secrets)
                 report.failure = failed
                 report.resources += [
                     ResourceOutcome(rest.type, rest.name, Outcome.NOT_APPLIED)
@@ -193,8 +201,13 @@ class TemplateImport:
         outcome.id = job.arm_id
         properties = _read(JobBody, resource.body, outcome).properties
         current = self._store.job_slot(job).current
-        if current is not None and _unchanged(properties, current.document.definition,
-                                               current.document.state.value):  # fmt: skip
+        stored = None if current is None else current.document.definition
+        if run.what_if and stored is not None and _only_secrets_tell(properties, stored,
+                                                                     run.secrets):  # fmt: skip
+            # Unchanged or Updated would say whether a guessed secret is the stored one.
+            outcome.reason = "secret not compared: what-if never says whether a secret matches"
+        elif current is not None and _unchanged(properties, current.document.definition,
+                                                current.document.state.value):  # fmt: skip
             outcome.outcome = Outcome.UNCHANGED
             return
         outcome.outcome = Outcome.CREATED if current is None else Outcome.UPDATED
@@ -249,6 +262,30 @@ def _unchanged(properties: JobProperties, stored: JsonObject, state: str) -> boo
     """Whether saving `properties` would give the job the definition and state it has."""
     definition = stored_definition(keeping_stored_secrets(properties, stored))
     return definition == stored and definition.get("state") == state
+
+
+def _only_secrets_tell(
+    properties: JobProperties, stored: JsonObject, secrets: frozenset[str]
+) -> bool:
+    """Whether saving `properties` over the `stored` definition changes nothing that a read
+    shows, while either holds a secret (a secret field, a key in a URI or header, a secure
+    parameter's value): then only the secrets could tell whether the job changes."""
+    definition = stored_definition(keeping_stored_secrets(properties, stored))
+    if public_properties(definition, None) != public_properties(stored, None):
+        return False  # it changes in what anyone can read: no secret needed to say so
+    if secret_values(definition) or secret_values(stored):
+        return True
+    return any(secret and secret in text for text in _texts(definition) for secret in secrets)
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
 
 
 def _sku_of(store: Store, collection: CollectionId) -> SkuName:

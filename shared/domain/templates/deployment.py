@@ -5,12 +5,13 @@ and those it skips. `planning.py` makes the plan; every problem on the way is a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from shared.domain.ids import JOB_TYPE
 from shared.domain.problems import RuleBroken
+from shared.domain.redaction import masked_values
 from shared.domain.wire import JsonObject, WireEnum
 
 # How errors name the template as a whole.
@@ -40,6 +41,17 @@ class TemplateError(RuleBroken):
             prop,
             expression,
             problem,
+        )
+
+    def masking(self, secrets: Collection[str]) -> TemplateError:
+        """The same error with the given secret values masked wherever it would quote them."""
+        if not secrets:
+            return self
+        return TemplateError(
+            masked_values(self.resource, secrets),
+            masked_values(self.property, secrets),
+            masked_values(self.problem, secrets),
+            expression=None if self.expression is None else masked_values(self.expression, secrets),
         )
 
 
@@ -94,6 +106,9 @@ class SkippedResource:
 class Plan:
     resources: tuple[PlannedResource, ...]  # in the order they apply
     skipped: tuple[SkippedResource, ...]
+    # The values of the template's secure parameters (securestring, secureObject), in the
+    # forms a message could quote them: never shown, and never compared by what-if.
+    secrets: frozenset[str] = frozenset()
 
 
 def resource_key(type_: str, name: str) -> str:

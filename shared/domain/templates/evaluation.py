@@ -7,19 +7,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from shared.domain.problems import json_type as kind
 from shared.domain.templates.deployment import TEMPLATE, Deployment, TemplateError
 from shared.domain.templates.expressions import (
     ExpressionError,
+    Meter,
     Scope,
+    by_call,
     is_expression,
-    parse,
     unescaped,
 )
 from shared.domain.templates.functions import AZURE_ONLY, FUNCTIONS
 from shared.domain.wire import JsonObject
+
+# The most copies one copy loop makes (of a resource or of a variable's values), as in ARM.
+LONGEST_COPY = 800
+# A variable's name that holds its copy loops rather than a value (ARM's variable iteration).
+LOOPS = "copy"
+_SECURE_TYPES = frozenset({"securestring", "secureobject"})
 
 _PARAMETER_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda value: isinstance(value, str),
@@ -67,11 +75,18 @@ def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
     if not isinstance(declared, dict) or not isinstance(variables, dict):
         raise TemplateError(TEMPLATE, "parameters", "parameters and variables must be objects")
     given = _given_parameters(deployment.parameters)
-    unknown = [name for name in given if name.casefold() not in {d.casefold() for d in declared}]
+    folded = {name.casefold(): name for name in declared}
+    unknown = [name for name in given if name.casefold() not in folded]
     if unknown:
         raise TemplateError(
             "parameters", unknown[0], "is given a value but the template declares no such parameter"
         )
+    secrets: set[str] = set()
+    for name, value in given.items():
+        if _is_secure(declared[folded[name.casefold()]]):
+            secrets |= secret_forms(value)
+    loops = variable_loops(variables)
+    meter = Meter()
     group = {
         "id": f"/subscriptions/{deployment.subscription_id}/resourceGroups/"
         f"{deployment.resource_group}",
@@ -84,15 +99,21 @@ def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
     scope_holder: list[Scope] = []
 
     def parameter(name: str) -> Any:
-        return _parameter_value(name, declared[name], given, scope_holder[0])
+        value = _parameter_value(name, declared[name], given, scope_holder[0])
+        if _is_secure(declared[name]):
+            secrets.update(secret_forms(value))
+        return value
 
     def variable(name: str) -> Any:
+        if name in loops:
+            return _loop_values(loops[name], scope_holder[0], "variables", name)
         return evaluated(variables[name], scope_holder[0], "variables", name)
 
+    plain = [name for name in variables if not (name == LOOPS and loops)]
     scope = Scope(
         functions=FUNCTIONS,
         parameters=_Lazy(list(declared), parameter),
-        variables=_Lazy(list(variables), variable),
+        variables=_Lazy(plain + list(loops), variable),
         resource_group=group,
         subscription={
             "id": f"/subscriptions/{deployment.subscription_id}",
@@ -101,11 +122,85 @@ def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
             "displayName": deployment.subscription_id,
         },
         deployment={"name": deployment.name, "properties": {"mode": "Incremental"}},
-        supplied=deployment.expression_values,
+        supplied=_supplied(deployment.expression_values, meter),
         azure_only=AZURE_ONLY,
+        meter=meter,
+        secrets=secrets,
     )
     scope_holder.append(scope)
     return scope
+
+
+def _supplied(values: Mapping[str, Any], meter: Meter) -> dict[str, Any]:
+    try:
+        return by_call(values, meter)
+    except ExpressionError as failed:
+        raise TemplateError(
+            "expressionValues", "", f"a call's text is not an expression: it {failed}"
+        ) from None
+
+
+def _is_secure(declared: Any) -> bool:
+    return isinstance(declared, dict) and str(declared.get("type", "")).casefold() in _SECURE_TYPES
+
+
+def secret_forms(value: Any) -> set[str]:
+    """The texts of a secure parameter's value (each string in it), as written and as JSON and
+    Python would quote them: what a message must not show."""
+    if isinstance(value, dict):
+        return {form for item in value.values() for form in secret_forms(item)}
+    if isinstance(value, list):
+        return {form for item in value for form in secret_forms(item)}
+    if not isinstance(value, str):
+        return set()
+    return {value, json.dumps(value)[1:-1], repr(value)[1:-1]}
+
+
+def variable_loops(variables: JsonObject) -> dict[str, JsonObject]:
+    """The variables made by copy loops (`"variables": {"copy": [...]}`), by name."""
+    loops = variables.get(LOOPS)
+    if not isinstance(loops, list):
+        return {}
+    named: dict[str, JsonObject] = {}
+    for position, loop in enumerate(loops):
+        _check_loop(loop, "variables", f"{LOOPS}[{position}]")
+        if loop["name"] in variables or loop["name"] in named:
+            raise TemplateError(
+                "variables", f"{LOOPS}[{position}].name", "names a variable declared already"
+            )
+        named[loop["name"]] = loop
+    return named
+
+
+def _check_loop(loop: Any, resource: str, path: str) -> None:
+    named = isinstance(loop, dict) and isinstance(loop.get("name"), str) and loop["name"]
+    if not named or "count" not in loop or "input" not in loop:
+        raise TemplateError(
+            resource, path, "must be an object with a `name`, a `count` and an `input`"
+        )
+
+
+def _loop_values(loop: JsonObject, scope: Scope, resource: str, path: str) -> list[Any]:
+    """A variable's copy loop: its `input` evaluated once per index, as an array."""
+    name = loop["name"]
+    count = copy_count(loop["count"], scope, resource, f"{path}.count")
+    return [
+        evaluated(
+            loop["input"],
+            replace(scope, copy_indexes={**scope.copy_indexes, name: index}),
+            resource,
+            f"{path}[{index}]",
+        )
+        for index in range(count)
+    ]
+
+
+def copy_count(count: Any, scope: Scope, resource: str, path: str) -> int:
+    """A copy loop's `count`, evaluated: a whole number from 0 to LONGEST_COPY."""
+    value = evaluated(count, scope, resource, path)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LONGEST_COPY:
+        raise TemplateError(resource, path, f"must be a whole number from 0 to {LONGEST_COPY}")
+    return value
 
 
 def _given_parameters(sent: Mapping[str, Any]) -> JsonObject:
@@ -150,6 +245,8 @@ def _parameter_value(name: str, declared: Any, given: JsonObject, scope: Scope) 
         raise TemplateError("parameters", name, f"must be {wanted}, not {kind(value)}")
     allowed = declared.get("allowedValues")
     if isinstance(allowed, list) and value not in allowed:
+        if wanted in _SECURE_TYPES:  # a secure value is never shown, not even in part
+            raise TemplateError("parameters", name, "its value is not one of its allowedValues")
         raise TemplateError(
             "parameters", name, f"{json.dumps(value)[:60]} is not one of its allowedValues"
         )
@@ -164,12 +261,20 @@ def evaluated(
     if values and path in values:
         return values[path]
     if isinstance(value, dict):
-        if isinstance(value.get("copy"), list) and path.startswith("properties"):
+        loops = value.get(LOOPS)
+        if isinstance(loops, list) and path.startswith("properties"):
             raise TemplateError(resource, f"{path}.copy", "property copy loops are not supported")
-        return {
+        made = {
             key: evaluated(item, scope, resource, f"{path}.{key}", values)
             for key, item in value.items()
+            if not (key == LOOPS and isinstance(loops, list) and resource == "variables")
         }
+        if isinstance(loops, list) and resource == "variables":  # copy loops in a variable
+            for position, loop in enumerate(loops):
+                at = f"{path}.{LOOPS}[{position}]"
+                _check_loop(loop, resource, at)
+                made[loop["name"]] = _loop_values(loop, scope, resource, at)
+        return made
     if isinstance(value, list):
         return [
             evaluated(item, scope, resource, f"{path}[{index}]", values)
@@ -178,10 +283,17 @@ def evaluated(
     if not is_expression(value):
         return unescaped(value) if isinstance(value, str) else value
     try:
-        return scope.evaluate(parse(value[1:-1]))
+        return scope.evaluate(scope.meter.parse(value[1:-1]))
     except TemplateError:
         raise
     except ExpressionError as failed:
         raise TemplateError(resource, path, str(failed), expression=value) from None
     except RecursionError:
         raise TemplateError(resource, path, "is nested too deeply", expression=value) from None
+    except Exception as failed:  # the last resort: a fault here is the template's
+        # What went wrong is named by its kind only: its text may quote a secure value.
+        raise TemplateError(
+            resource, path,
+            f"cannot be evaluated: it fails with {type(failed).__name__}",
+            expression=value,
+        ) from None  # fmt: skip

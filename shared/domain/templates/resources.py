@@ -19,12 +19,15 @@ from shared.domain.templates.deployment import (
     TemplateError,
     resource_key,
 )
-from shared.domain.templates.evaluation import evaluated
+from shared.domain.templates.evaluation import copy_count, evaluated
 from shared.domain.templates.expressions import Scope
+from shared.domain.templates.limits import (
+    LARGEST_RESOURCE,
+    LARGEST_TEMPLATE,
+    MOST_RESOURCES,
+    json_size,
+)
 from shared.domain.wire import JsonObject
-
-# The most resources one copy loop makes, as in ARM.
-LONGEST_COPY = 800
 
 
 def flattened(
@@ -41,6 +44,14 @@ def flattened(
         if not isinstance(resource, dict):
             raise TemplateError(at, "", f"a resource must be an object, not {kind(resource)}")
         for index_scope in _copies(resource, scope, at):
+            # limits.check_resources counted them all before; a nested loop whose count
+            # changes with its parent's index can still make more.
+            scope.meter.resources += 1
+            if scope.meter.resources > MOST_RESOURCES:
+                raise TemplateError(
+                    at, "", f"makes more than {MOST_RESOURCES} resources counting copies, "
+                    "the most ARM allows",
+                )  # fmt: skip
             yield from _instance(resource, index_scope, deployment, at, parent)
 
 
@@ -51,10 +62,7 @@ def _copies(resource: JsonObject, scope: Scope, at: str) -> Iterator[Scope]:
         return
     if not isinstance(loop, dict) or not isinstance(loop.get("name"), str):
         raise TemplateError(at, "copy", "must be an object with a `name` and a `count`")
-    count = evaluated(loop.get("count"), scope, at, "copy.count")
-    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= LONGEST_COPY:
-        raise TemplateError(at, "copy.count", f"must be a whole number from 0 to {LONGEST_COPY}")
-    for index in range(count):
+    for index in range(copy_count(loop.get("count"), scope, at, "copy.count")):
         yield replace(scope, copy_indexes={**scope.copy_indexes, loop["name"]: index})
 
 
@@ -107,6 +115,7 @@ def _instance(
         depends = [*depends, parent.key]
     values = _values_for(deployment, type_, name)
     body = _body(resource, scope, label, values, job=type_.casefold() == JOB_TYPE.casefold())
+    _check_size(body, scope, label)
     type_ = JOB_TYPE if type_.casefold() == JOB_TYPE.casefold() else COLLECTION_TYPE
     planned = PlannedResource(type_, name, body, tuple(depends))
     yield planned
@@ -166,6 +175,23 @@ def _body(
     for path, value in values.items():
         _set(body, path, value, label)
     return body
+
+
+def _check_size(body: JsonObject, scope: Scope, label: str) -> None:
+    """ARM's limits on a resource's definition and on the whole template, applied to what the
+    resource became once its expressions were evaluated."""
+    size = json_size(body)
+    if size > LARGEST_RESOURCE:
+        raise TemplateError(
+            label, "", f"is {size:,} characters of JSON once evaluated; "
+            f"ARM allows at most {LARGEST_RESOURCE:,}",
+        )  # fmt: skip
+    scope.meter.bodies += size
+    if scope.meter.bodies > LARGEST_TEMPLATE:
+        raise TemplateError(
+            label, "", f"brings the template's resources, evaluated, to more than "
+            f"{LARGEST_TEMPLATE:,} characters of JSON, the most ARM allows",
+        )  # fmt: skip
 
 
 def _values_for(deployment: Deployment, type_: str, name: str) -> Mapping[str, Any]:
