@@ -1,0 +1,215 @@
+"""What every template function shares: checking its arguments, ARM's 64-bit integers, the size
+of a value before it is built, and how .NET writes, compares and parses values (ARM runs on
+.NET, so `string(true)` is `True`, integers are 64-bit and strings sort as its invariant
+culture sorts them)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyjson5
+import pyuca
+
+from shared.domain.problems import json_type as kind
+from shared.domain.templates.expressions import LARGEST_VALUE, ExpressionError
+
+SMALLEST_INTEGER, LARGEST_INTEGER = -(2**63), 2**63 - 1
+# Widths and precisions of padLeft() and format(): as many as a name or a label can use.
+LONGEST_PADDING = 1000
+
+
+def arguments(name: str, given: Sequence[Any], least: int, most: int | None = None) -> None:
+    """Refuse a call with fewer than `least` or more than `most` arguments (None: no bound)."""
+    if len(given) < least or (most is not None and len(given) > most):
+        if most == least:
+            wanted = f"{least}"
+        elif most is None:
+            wanted = f"at least {least}"
+        else:
+            wanted = f"{least} to {most}"
+        raise ExpressionError(f"{name}() takes {wanted} arguments, not {len(given)}")
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ExpressionError(f"{name}() needs a string, not {kind(value)}")
+    return value
+
+
+def whole(name: str, value: Any) -> int:
+    """An integer argument, which ARM holds in 64 bits."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ExpressionError(f"{name}() needs a whole number, not {kind(value)}")
+    return int64(name, value)
+
+
+def int64(name: str, value: int) -> int:
+    """An integer result, refused when it leaves the 64-bit range ARM computes in."""
+    if not SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+        shown = str(value) if abs(value) < 10**40 else f"a number of {len(str(abs(value)))} digits"
+        raise ExpressionError(
+            f"{name}() gives {shown}, outside the 64-bit integer range "
+            f"({SMALLEST_INTEGER} to {LARGEST_INTEGER})"
+        )
+    return value
+
+
+def array(name: str, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ExpressionError(f"{name}() needs an array, not {kind(value)}")
+    return value
+
+
+def mapping(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ExpressionError(f"{name}() needs an object, not {kind(value)}")
+    return value
+
+
+def fits(name: str, size: int, unit: str = "characters") -> None:
+    """Refuse a result of `size` before it is built, past the largest value an expression may
+    make (expressions.LARGEST_VALUE)."""
+    if size > LARGEST_VALUE:
+        raise ExpressionError(f"{name}() would make {size} {unit}, more than {LARGEST_VALUE}")
+
+
+def json_size(value: Any, limit: int = LARGEST_VALUE) -> int:
+    """A value's length written as compact JSON, counted up to just past `limit` and no further:
+    a value that repeats one array by reference in each of fifty levels is never walked whole."""
+    size, pending = 0, [value]
+    while pending and size <= limit:
+        item = pending.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            size += 5
+        elif isinstance(item, int | float):
+            size += len(repr(item)) if abs(item) < 10**40 else 41
+        elif isinstance(item, list):
+            size += len(item) + 1
+            pending.extend(item)
+        elif isinstance(item, dict):
+            size += len(item) * 2 + 1
+            pending.extend(item.keys())
+            pending.extend(item.values())
+    return size
+
+
+def json_text(name: str, value: Any) -> str:
+    """A value as compact JSON, as ARM writes one (`{"a":1}`, non-ASCII kept as it is)."""
+    fits(name, json_size(value))
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def as_string(name: str, value: Any) -> str:
+    """A value as ARM's string() writes it: text as it is, booleans as .NET writes them
+    (`True`), numbers in the invariant culture, arrays and objects as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    return json_text(name, value)
+
+
+def _float_text(value: float) -> str:
+    # .NET writes the shortest text that reads back as the same double, as repr() does, with
+    # an upper-case exponent and no ".0" on whole values.
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value).replace("e", "E")
+
+
+def same(left: Any, right: Any) -> bool:
+    """JSON equality as ARM's equals() has it: a boolean is never a number, and an object's
+    keys match in any case."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(same, left, right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        if len(left) != len(right):
+            return False
+        folded = {key.casefold(): item for key, item in right.items()}
+        return all(
+            key.casefold() in folded and same(item, folded[key.casefold()])
+            for key, item in left.items()
+        )
+    if isinstance(left, list | dict) or isinstance(right, list | dict):
+        return False
+    return bool(left == right)
+
+
+@functools.cache
+def _collator() -> pyuca.Collator:
+    # Loaded on first use: parsing the Unicode collation table takes a quarter of a second.
+    return pyuca.Collator()
+
+
+def compare(name: str, left: Any, right: Any) -> int:
+    """-1, 0 or 1 as `left` sorts before, with or after `right`: two integers by value, two
+    strings as .NET's invariant culture sorts them (the Unicode Collation Algorithm: letters
+    alphabetically in any case first, then lower case before upper, so 'a' < 'A' < 'b')."""
+    numbers = (left, right)
+    if all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        return int(left > right) - int(left < right)
+    if isinstance(left, str) and isinstance(right, str):
+        fits(name, len(left) + len(right))
+        before, after = _collator().sort_key(left), _collator().sort_key(right)
+        if before == after:  # ignorable characters alone differ: .NET then tells them apart
+            return (left > right) - (left < right)
+        return -1 if before < after else 1
+    raise ExpressionError(
+        f"{name}() compares two integers or two strings, not {kind(left)} and {kind(right)}"
+    )
+
+
+def parsed_json(name: str, source: str) -> Any:
+    """JSON text read as .NET's Json.NET reads it: single quotes and unquoted names too
+    (`{'one': 'a'}`); integers must fit in 64 bits, numbers must be finite."""
+    try:
+        value = pyjson5.decode(source)
+    except (pyjson5.Json5Exception, ValueError, RecursionError):
+        raise ExpressionError(f"{name}() was given text that is not JSON") from None
+    _check_numbers(name, value)
+    return value
+
+
+def _check_numbers(name: str, value: Any) -> None:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            int64(name, item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ExpressionError(f"{name}() was given a number that is not finite")
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, Mapping):
+            pending.extend(item.values())
+
+
+def simple_upper(value: str) -> str:
+    """Upper case character by character, as .NET's ordinal case-insensitive comparisons fold:
+    the length never changes, so positions found in it are positions in the original."""
+    folded = value.upper()
+    if len(folded) == len(value):
+        return folded
+    return "".join(c if len(c.upper()) != 1 else c.upper() for c in value)
+
+
+def simple_lower(value: str) -> str:
+    """Lower case character by character, as .NET's ToLowerInvariant(): 'İ' stays one letter."""
+    lowered = value.lower()
+    if len(lowered) == len(value):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in value)
