@@ -14,6 +14,7 @@ from shared.domain.templates.expressions import LARGEST_VALUE, ExpressionError, 
 from shared.domain.templates.functions_common import (
     arguments,
     as_string,
+    at_least,
     fits,
     json_size,
     same,
@@ -37,7 +38,7 @@ def create_array(_scope: Scope, given: Sequence[Any]) -> list[Any]:
 
 def concat(_scope: Scope, given: Sequence[Any]) -> Any:
     """Arrays joined into one array, or anything else joined as text; not both at once."""
-    arguments("concat", given, 1, None)
+    at_least("concat", given, 1)
     arrays = [isinstance(value, list) for value in given]
     if all(arrays):
         fits("concat", sum(len(value) for value in given), "items")
@@ -165,7 +166,7 @@ def _check_sizes(name: str, given: Sequence[Any]) -> None:
 def union(_scope: Scope, given: Sequence[Any]) -> Any:
     """Arrays: every distinct item, in order. Objects: every key, the last value winning, and
     objects under the same key merged in the same way (arrays under it are not merged)."""
-    arguments("union", given, 1, None)
+    at_least("union", given, 1)
     if _all_of_one_kind("union", given) is dict:
         fits("union", sum(len(value) for value in given), "keys")
         merged: dict[str, Any] = {}
@@ -191,7 +192,7 @@ def _merged(into: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
 
 def intersection(_scope: Scope, given: Sequence[Any]) -> Any:
     """The items (or keys with their values) that every argument has, in the first's order."""
-    arguments("intersection", given, 2, None)
+    at_least("intersection", given, 2)
     if _all_of_one_kind("intersection", given) is dict:
         head, *rest = given
         return {

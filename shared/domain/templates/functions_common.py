@@ -23,15 +23,17 @@ LONGEST_PADDING = 1000
 
 
 def arguments(name: str, given: Sequence[Any], least: int, most: int | None = None) -> None:
-    """Refuse a call with fewer than `least` or more than `most` arguments (None: no bound)."""
-    if len(given) < least or (most is not None and len(given) > most):
-        if most == least:
-            wanted = f"{least}"
-        elif most is None:
-            wanted = f"at least {least}"
-        else:
-            wanted = f"{least} to {most}"
+    """Refuse a call without `least` arguments (to `most`, when given)."""
+    most = least if most is None else most
+    if not least <= len(given) <= most:
+        wanted = str(least) if least == most else f"{least} to {most}"
         raise ExpressionError(f"{name}() takes {wanted} arguments, not {len(given)}")
+
+
+def at_least(name: str, given: Sequence[Any], least: int) -> None:
+    """Refuse a call of fewer than `least` arguments, where any number more is fine."""
+    if len(given) < least:
+        raise ExpressionError(f"{name}() takes at least {least} arguments, not {len(given)}")
 
 
 def text(name: str, value: Any) -> str:

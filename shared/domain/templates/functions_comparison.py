@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared.domain.templates.expressions import Function, Scope
-from shared.domain.templates.functions_common import arguments, compare, same
+from shared.domain.templates.functions_common import arguments, at_least, compare, same
 
 
 def coalesce(_scope: Scope, given: Sequence[Any]) -> Any:
-    arguments("coalesce", given, 1, None)
+    at_least("coalesce", given, 1)
     return next((value for value in given if value is not None), None)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared.domain.templates.expressions import ExpressionError, Scope
-from shared.domain.templates.functions_common import arguments, fits, parsed_json, text
+from shared.domain.templates.functions_common import arguments, at_least, fits, parsed_json, text
 
 # guid() is a name-based UUID (version 5, SHA-1) in this namespace, of the values joined by '-'.
 _GUID_NAMESPACE = uuid.UUID("11fb06fb-712d-4ddd-98c7-e71bbd588830")
@@ -111,13 +111,13 @@ def uri_component_to_string(_scope: Scope, given: Sequence[Any]) -> str:
 
 
 def guid(_scope: Scope, given: Sequence[Any]) -> str:
-    arguments("guid", given, 1, None)
+    at_least("guid", given, 1)
     values = [text("guid", value) for value in given]
     return str(uuid.uuid5(_GUID_NAMESPACE, "-".join(values)))
 
 
 def unique_string_of(_scope: Scope, given: Sequence[Any]) -> str:
-    arguments("uniqueString", given, 1, None)
+    at_least("uniqueString", given, 1)
     return unique_string(*(text("uniqueString", value) for value in given))
 
 

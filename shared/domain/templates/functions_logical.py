@@ -8,7 +8,7 @@ from typing import Any
 
 from shared.domain.problems import json_type as kind
 from shared.domain.templates.expressions import ExpressionError, Scope
-from shared.domain.templates.functions_common import arguments
+from shared.domain.templates.functions_common import arguments, at_least
 
 
 def _booleans(name: str, given: Sequence[Any]) -> list[bool]:
@@ -19,12 +19,12 @@ def _booleans(name: str, given: Sequence[Any]) -> list[bool]:
 
 
 def and_(_scope: Scope, given: Sequence[Any]) -> bool:
-    arguments("and", given, 2, None)
+    at_least("and", given, 2)
     return all(_booleans("and", given))
 
 
 def or_(_scope: Scope, given: Sequence[Any]) -> bool:
-    arguments("or", given, 2, None)
+    at_least("or", given, 2)
     return any(_booleans("or", given))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from shared.domain.problems import json_type as kind
 from shared.domain.templates.expressions import ExpressionError, Function, Scope
-from shared.domain.templates.functions_common import arguments, int64, whole
+from shared.domain.templates.functions_common import arguments, at_least, int64, whole
 
 # What .NET's Int64.Parse and Double.Parse read in the invariant culture: ASCII digits only
 # (Python's int() would also take '1_000' and other scripts' digits).
@@ -95,7 +95,7 @@ def to_float(_scope: Scope, given: Sequence[Any]) -> float:
 
 
 def _integers(name: str, given: Sequence[Any]) -> list[int]:
-    arguments(name, given, 1, None)
+    at_least(name, given, 1)
     values = given[0] if len(given) == 1 and isinstance(given[0], list) else given
     if not values:
         raise ExpressionError(f"{name}() needs at least one integer")

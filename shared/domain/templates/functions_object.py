@@ -9,7 +9,7 @@ from typing import Any
 
 from shared.domain.problems import json_type as kind
 from shared.domain.templates.expressions import ExpressionError, Scope
-from shared.domain.templates.functions_common import arguments, array, fits, mapping, text
+from shared.domain.templates.functions_common import arguments, array, at_least, fits, mapping, text
 from shared.domain.templates.functions_common import parsed_json as _parsed_json
 
 
@@ -56,7 +56,7 @@ def shallow_merge(_scope: Scope, given: Sequence[Any]) -> dict[str, Any]:
 def try_get(_scope: Scope, given: Sequence[Any]) -> Any:
     """A property (in any case) or an item of an array, following each key in turn; null where
     one is missing instead of an error."""
-    arguments("tryGet", given, 2, None)
+    at_least("tryGet", given, 2)
     found = given[0]
     for key in given[1:]:
         if isinstance(found, dict) and isinstance(key, str):

@@ -16,6 +16,7 @@ from shared.domain.templates.functions_common import (
     LONGEST_PADDING,
     arguments,
     as_string,
+    at_least,
     fits,
     simple_lower,
     simple_upper,
@@ -145,7 +146,7 @@ _ITEM = re.compile(r"\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?(?::(.*))?", re.DOTALL)
 def format_(_scope: Scope, given: Sequence[Any]) -> str:
     """.NET composite formatting: `{0}`, `{1,-8}` (alignment), `{2:N0}` (a number's format),
     `{{` and `}}` for braces."""
-    arguments("format", given, 1, None)
+    at_least("format", given, 1)
     template, values = text("format", given[0]), given[1:]
     out: list[str] = []
     size = 0
