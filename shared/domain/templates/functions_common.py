@@ -115,7 +115,7 @@ def as_string(name: str, value: Any) -> str:
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, int):
-        return str(value)
+        return str(int64(name, value))
     if isinstance(value, float):
         return _float_text(value)
     return json_text(name, value)
