@@ -15,6 +15,7 @@ from shared.domain.templates.functions_common import (
     arguments,
     as_string,
     at_least,
+    comparable,
     fits,
     json_size,
     same,
@@ -58,8 +59,10 @@ def contains(_scope: Scope, given: Sequence[Any]) -> bool:
     if isinstance(container, str):
         return as_string("contains", wanted) in container
     if isinstance(container, dict):
-        return any(key.casefold() == as_string("contains", wanted).casefold() for key in container)
+        key_wanted = as_string("contains", wanted).casefold()
+        return any(key.casefold() == key_wanted for key in container)
     if isinstance(container, list):
+        comparable("contains", container, wanted)
         return any(same(item, wanted) for item in container)
     raise ExpressionError(
         f"contains() needs a string, an array or an object, not {kind(container)}"
@@ -128,6 +131,7 @@ def _position(name: str, container: Any, wanted: Any, last: bool) -> int:
     if isinstance(container, str):
         return text_index(container, wanted, name, last)
     if isinstance(container, list):
+        comparable(name, container, wanted)
         positions = range(len(container) - 1, -1, -1) if last else range(len(container))
         return next((at for at in positions if same(container[at], wanted)), -1)
     raise ExpressionError(f"{name}() needs a string or an array, not {kind(container)}")
@@ -168,7 +172,7 @@ def union(_scope: Scope, given: Sequence[Any]) -> Any:
     objects under the same key merged in the same way (arrays under it are not merged)."""
     at_least("union", given, 1)
     if _all_of_one_kind("union", given) is dict:
-        fits("union", sum(len(value) for value in given), "keys")
+        comparable("union", *given)
         merged: dict[str, Any] = {}
         for value in given:
             merged = _merged(merged, value)
@@ -194,6 +198,7 @@ def intersection(_scope: Scope, given: Sequence[Any]) -> Any:
     """The items (or keys with their values) that every argument has, in the first's order."""
     at_least("intersection", given, 2)
     if _all_of_one_kind("intersection", given) is dict:
+        comparable("intersection", *given)
         head, *rest = given
         return {
             key: item

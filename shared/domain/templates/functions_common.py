@@ -8,7 +8,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyjson5
@@ -20,6 +21,14 @@ from shared.domain.templates.expressions import LARGEST_VALUE, ExpressionError
 SMALLEST_INTEGER, LARGEST_INTEGER = -(2**63), 2**63 - 1
 # Widths and precisions of padLeft() and format(): as many as a name or a label can use.
 LONGEST_PADDING = 1000
+# The most items that equals(), contains(), indexOf(), union() and intersection() compare one by
+# one: walking them costs about half a microsecond each in Python, so this bounds a comparison
+# to some 50 ms, however the values repeat each other by reference.
+MOST_ITEMS_COMPARED = 100_000
+# The longest text beyond ASCII that greater() and less() order: the collation table is walked
+# in Python, about 10 microseconds a character, so this bounds one comparison to a tenth of a
+# second. ASCII text is ordered by str.translate() at C speed, at any length.
+LONGEST_COLLATED = 10_000
 
 
 def arguments(name: str, given: Sequence[Any], least: int, most: int | None = None) -> None:
@@ -101,6 +110,33 @@ def json_size(value: Any, limit: int = LARGEST_VALUE) -> int:
     return size
 
 
+def item_count(value: Any, limit: int = LARGEST_VALUE) -> int:
+    """How many values a value holds, itself and every item and property down to its leaves,
+    counted up to just past `limit`: what comparing it item by item costs."""
+    count, pending = 0, [value]
+    while pending and count <= limit:
+        item = pending.pop()
+        count += 1
+        if isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+    return count
+
+
+def comparable(name: str, *values: Any) -> None:
+    """Refuse to compare values item by item that hold more than MOST_ITEMS_COMPARED items
+    between them: arrays that repeat one array by reference in each of fifty levels hold 2**50."""
+    total = 0
+    for value in values:
+        if isinstance(value, list | dict):
+            total += item_count(value, MOST_ITEMS_COMPARED - total)
+            if total > MOST_ITEMS_COMPARED:
+                raise ExpressionError(
+                    f"{name}() would compare more than {MOST_ITEMS_COMPARED} items"
+                )
+
+
 def json_text(name: str, value: Any) -> str:
     """A value as compact JSON, as ARM writes one (`{"a":1}`, non-ASCII kept as it is)."""
     fits(name, json_size(value))
@@ -132,6 +168,8 @@ def _float_text(value: float) -> str:
 def same(left: Any, right: Any) -> bool:
     """JSON equality as ARM's equals() has it: a boolean is never a number, and an object's
     keys match in any case."""
+    if left is right:
+        return True
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
     if isinstance(left, list) and isinstance(right, list):
@@ -149,10 +187,61 @@ def same(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
+class _InvariantCulture:
+    """String order by the Unicode Collation Algorithm (pyuca's table), in linear time: pyuca's
+    own sort_key() slices its input once per character, quadratic on long text. ASCII text is
+    keyed by translating each character to its weights (every ASCII character has exactly one
+    collation element); other text is keyed in short pieces cut where no contraction spans."""
+
+    def __init__(self) -> None:
+        self.collator = pyuca.Collator()
+        root = self.collator.table.root
+        levels: list[dict[int, str | None]] = [{}, {}, {}]
+        for code in range(128):
+            [element] = root.children[code].value
+            for level, weight in enumerate(element[:3]):
+                levels[level][code] = chr(weight) if weight else None
+        self.ascii_levels = [str.maketrans(level) for level in levels]
+        # Characters that continue a contraction (a sequence with weights of its own): text is
+        # never cut before one of them.
+        self.continuing: set[int] = set()
+        pending = [(root, 0)]
+        while pending:
+            node, depth = pending.pop()
+            for code, child in (node.children or {}).items():
+                if depth:
+                    self.continuing.add(code)
+                pending.append((child, depth + 1))
+
+    def key(self, value: str) -> str:
+        """The sort key as text, one character a weight: primary weights, a zero, secondary
+        weights, a zero, tertiary weights (pyuca's key, compared as strings compare)."""
+        if value.isascii():
+            return "\0".join(value.translate(level) for level in self.ascii_levels)
+        text = unicodedata.normalize("NFD", value)
+        elements: list[Any] = []
+        for piece in self._pieces(text):
+            elements.extend(self.collator.collation_elements(piece))
+        weights = self.collator.sort_key_from_collation_elements(elements)
+        return "".join(map(chr, weights))
+
+    def _pieces(self, text: str) -> Iterator[str]:
+        start = 0
+        while start < len(text):
+            end = min(start + 32, len(text))
+            while end < len(text) and end < start + 256 and not self._starts_piece(text[end]):
+                end += 1
+            yield text[start:end]
+            start = end
+
+    def _starts_piece(self, char: str) -> bool:
+        return unicodedata.combining(char) == 0 and ord(char) not in self.continuing
+
+
 @functools.cache
-def _collator() -> pyuca.Collator:
-    # Loaded on first use: parsing the Unicode collation table takes a quarter of a second.
-    return pyuca.Collator()
+def _invariant_culture() -> _InvariantCulture:
+    # Built on first use: reading the Unicode collation table takes a quarter of a second.
+    return _InvariantCulture()
 
 
 def compare(name: str, left: Any, right: Any) -> int:
@@ -163,10 +252,17 @@ def compare(name: str, left: Any, right: Any) -> int:
     if all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
         return int(left > right) - int(left < right)
     if isinstance(left, str) and isinstance(right, str):
-        fits(name, len(left) + len(right))
-        before, after = _collator().sort_key(left), _collator().sort_key(right)
-        if before == after:  # ignorable characters alone differ: .NET then tells them apart
-            return (left > right) - (left < right)
+        if left == right:
+            return 0
+        for value in (left, right):
+            if len(value) > LONGEST_COLLATED and not value.isascii():
+                raise ExpressionError(
+                    f"{name}() orders text beyond ASCII of up to {LONGEST_COLLATED} characters, "
+                    f"not {len(value)}"
+                )
+        before, after = _invariant_culture().key(left), _invariant_culture().key(right)
+        if before == after:  # only ignorable characters differ: .NET then tells them apart
+            return int(left > right) - int(left < right)
         return -1 if before < after else 1
     raise ExpressionError(
         f"{name}() compares two integers or two strings, not {kind(left)} and {kind(right)}"

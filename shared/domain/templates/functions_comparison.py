@@ -8,7 +8,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from shared.domain.templates.expressions import Function, Scope
-from shared.domain.templates.functions_common import arguments, at_least, compare, same
+from shared.domain.templates.functions_common import (
+    arguments,
+    at_least,
+    comparable,
+    compare,
+    same,
+)
 
 
 def coalesce(_scope: Scope, given: Sequence[Any]) -> Any:
@@ -18,6 +24,7 @@ def coalesce(_scope: Scope, given: Sequence[Any]) -> Any:
 
 def equals(_scope: Scope, given: Sequence[Any]) -> bool:
     arguments("equals", given, 2)
+    comparable("equals", given[0], given[1])
     return same(given[0], given[1])
 
 

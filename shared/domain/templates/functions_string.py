@@ -24,9 +24,14 @@ from shared.domain.templates.functions_common import (
     whole,
 )
 
-# .NET's char.IsWhiteSpace, which String.Trim() removes: Python's isspace() also counts the
-# four information separators U+001C to U+001F, which .NET does not.
-_NOT_WHITE_IN_DOTNET = frozenset("\x1c\x1d\x1e\x1f")
+# What .NET's String.Trim() removes (char.IsWhiteSpace): Python's isspace() would also take
+# the four information separators U+001C to U+001F.
+_DOTNET_WHITE_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+# split() by more delimiters than this is refused: they become one regular expression.
+MOST_DELIMITERS = 1000
 
 
 def to_string(_scope: Scope, given: Sequence[Any]) -> str:
@@ -46,17 +51,7 @@ def to_upper(_scope: Scope, given: Sequence[Any]) -> str:
 
 def trim(_scope: Scope, given: Sequence[Any]) -> str:
     arguments("trim", given, 1)
-    value = text("trim", given[0])
-    start, end = 0, len(value)
-    while start < end and _is_white(value[start]):
-        start += 1
-    while end > start and _is_white(value[end - 1]):
-        end -= 1
-    return value[start:end]
-
-
-def _is_white(char: str) -> bool:
-    return char.isspace() and char not in _NOT_WHITE_IN_DOTNET
+    return text("trim", given[0]).strip(_DOTNET_WHITE_SPACE)
 
 
 def starts_with(_scope: Scope, given: Sequence[Any]) -> bool:
@@ -119,9 +114,13 @@ def split(_scope: Scope, given: Sequence[Any]) -> list[str]:
     arguments("split", given, 2)
     value = text("split", given[0])
     delimiters = given[1] if isinstance(given[1], list) else [given[1]]
-    pieces = [text("split", each) for each in delimiters]
+    pieces = list(dict.fromkeys(text("split", each) for each in delimiters))
     if not pieces or not all(pieces):
         raise ExpressionError("split() needs delimiters that are not empty")
+    if len(pieces) > MOST_DELIMITERS:
+        raise ExpressionError(f"split() takes at most {MOST_DELIMITERS} different delimiters")
+    if len(pieces) == 1:
+        return value.split(pieces[0])
     return re.split("|".join(re.escape(piece) for piece in pieces), value)
 
 

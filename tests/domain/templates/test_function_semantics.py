@@ -9,10 +9,14 @@ import tracemalloc
 from typing import Any
 
 import pytest
+import pyuca
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.domain.templates.deployment import Deployment, TemplateError
 from shared.domain.templates.expressions import ExpressionError, Scope, parse
 from shared.domain.templates.functions import AZURE_ONLY, FUNCTIONS, LAMBDAS
+from shared.domain.templates.functions_common import compare
 from shared.domain.templates.planning import plan
 
 SCOPE = Scope(functions=FUNCTIONS, parameters={"big": 10**30, "names": ["a", "b"]}, azure_only=AZURE_ONLY)
@@ -163,3 +167,39 @@ def test_results_too_large_are_refused_before_they_are_built(text: str) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 2_000_000, f"{peak} bytes were taken before the result was refused"
+
+
+REFERENCE = pyuca.Collator()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aAbBzZ09 -_~.,'éÉñçßœ\u0301\u0327ああ漢l·LŁ\u0e40\u0e01\x00", max_size=8),
+       st.text(alphabet="aAbBzZ09 -_~.,'éÉñçßœ\u0301\u0327ああ漢l·LŁ\u0e40\u0e01\x00", max_size=8))  # fmt: skip
+def test_strings_order_as_the_unicode_collation_algorithm_orders_them(left: str, right: str) -> None:
+    # The linear-time keys agree with pyuca's own (quadratic) sort_key on every pair.
+    before, after = REFERENCE.sort_key(left), REFERENCE.sort_key(right)
+    expected = (before > after) - (before < after) or (left > right) - (left < right)
+    assert compare("greater", left, right) == expected
+
+
+def test_long_ascii_strings_order_at_any_length() -> None:
+    scope = Scope(functions=FUNCTIONS, variables={"a": "a" * 900_000, "b": "b" * 900_000})
+    assert scope.evaluate(parse("greater(variables('b'), variables('a'))")) is True
+    assert scope.evaluate(parse("less(concat(variables('a'), 'b'), concat(variables('a'), 'B'))")) is True
+
+
+def test_long_text_beyond_ascii_is_refused_rather_than_ordered_slowly() -> None:
+    with pytest.raises(ExpressionError, match="greater\\(\\) orders text beyond ASCII of up to 10000 characters, not 10001"):
+        evaluate(f"greater('{'é' * 10_001}', 'e')")
+
+
+def test_comparing_values_that_repeat_one_array_fifty_times_is_refused_not_walked() -> None:
+    # Each level holds the one below twice by reference: 2**50 items, built in microseconds.
+    doubled = {"d0": [1], "e0": [1]} | {f"{v}{i}": f"[createArray(variables('{v}{i - 1}'), variables('{v}{i - 1}'))]"
+                                        for v in "de" for i in range(1, 51)}  # fmt: skip
+    for expression in ("equals(variables('d50'), variables('e50'))", "contains(variables('d50'), variables('e49'))",
+                       "indexOf(variables('d50'), variables('e49'))", "union(createObject('a', variables('d50')), createObject('a', variables('e50')))"):
+        template = {"variables": doubled, "resources": [
+            {"type": "Microsoft.Scheduler/jobCollections", "name": "jc", "location": "x", "tags": {"t": f"[{expression}]"}}]}  # fmt: skip
+        with pytest.raises(TemplateError, match="would compare more than 100000 items"):
+            plan(template, Deployment("s", "rg"))
