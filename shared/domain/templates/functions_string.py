@@ -119,6 +119,8 @@ def split(_scope: Scope, given: Sequence[Any]) -> list[str]:
         raise ExpressionError("split() needs delimiters that are not empty")
     if len(pieces) > MOST_DELIMITERS:
         raise ExpressionError(f"split() takes at most {MOST_DELIMITERS} different delimiters")
+    # At most one piece more than the delimiters found (fewer where they overlap).
+    fits("split", sum(value.count(piece) for piece in pieces) + 1, "items")
     if len(pieces) == 1:
         return value.split(pieces[0])
     return re.split("|".join(re.escape(piece) for piece in pieces), value)

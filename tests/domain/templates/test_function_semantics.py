@@ -5,6 +5,7 @@ before its size is checked."""
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 from typing import Any
 
@@ -203,3 +204,26 @@ def test_comparing_values_that_repeat_one_array_fifty_times_is_refused_not_walke
             {"type": "Microsoft.Scheduler/jobCollections", "name": "jc", "location": "x", "tags": {"t": f"[{expression}]"}}]}  # fmt: skip
         with pytest.raises(TemplateError, match="would compare more than 100000 items"):
             plan(template, Deployment("s", "rg"))
+
+
+SAMPLES = [None, True, False, 0, -1, 3, LARGEST, SMALLEST, 2.5, "", "a", "A,b", "{'a': 1}", "2024-02-29T12:00:00Z",
+           "P1M", "{0}", "data:,x%zz", "http://h/p", "é", [], [1, "a"], [[1]], {}, {"a": {"b": 1}}, {"A": 1}]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_any_function_with_any_arguments_gives_a_value_or_an_expression_error(name: str) -> None:
+    calls = [list(c) for count in range(3) for c in itertools.product(SAMPLES, repeat=count)]
+    calls += [list(c) for c in itertools.islice(itertools.product(SAMPLES, repeat=3), 0, None, 11)]
+    for arguments in calls:
+        try:
+            made = FUNCTIONS[name](SCOPE, arguments)
+        except ExpressionError:
+            continue
+        pending = [made]
+        while pending:  # whatever is made holds only JSON, and integers in 64 bits
+            item = pending.pop()
+            assert item is None or isinstance(item, bool | int | float | str | list | dict), arguments
+            if isinstance(item, int) and not isinstance(item, bool):
+                assert SMALLEST <= item <= LARGEST, arguments
+            if isinstance(item, list | dict):
+                pending.extend(item.values() if isinstance(item, dict) else item)
