@@ -183,6 +183,14 @@ def test_strings_order_as_the_unicode_collation_algorithm_orders_them(left: str,
     assert compare("greater", left, right) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=8), st.text(alphabet=st.characters(max_codepoint=127), max_size=8))
+def test_ascii_strings_order_as_the_unicode_collation_algorithm_orders_them(left: str, right: str) -> None:
+    # Two ASCII strings take the fast path (their weights' ranks, a byte each): the same order.
+    before, after = REFERENCE.sort_key(left), REFERENCE.sort_key(right)
+    assert compare("less", left, right) == ((before > after) - (before < after) or (left > right) - (left < right))
+
+
 def test_long_ascii_strings_order_at_any_length() -> None:
     scope = Scope(functions=FUNCTIONS, variables={"a": "a" * 900_000, "b": "b" * 900_000})
     assert scope.evaluate(parse("greater(variables('b'), variables('a'))")) is True
