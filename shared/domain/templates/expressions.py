@@ -9,6 +9,7 @@ a literal `[`. Function names match in any case, as in ARM.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,8 +90,17 @@ class _ToTree(Transformer[Token, Node]):
     def string(self, text: Token) -> Literal:
         return Literal(str(text)[1:-1].replace("''", "'"))
 
-    def number(self, text: Token) -> Literal:
-        return Literal(float(text) if "." in text else int(text))
+    def number(self, text: Token) -> Literal | Call:
+        # ARM's integers are 64-bit. A literal past that range (or a decimal too large for a
+        # double) becomes a call that refuses it when evaluated, saying why: an error raised
+        # here would reach the caller wrapped in lark's VisitError, not as an ExpressionError.
+        digits = str(text).lstrip("-")
+        if "." in digits:
+            value = float(text) if len(digits) <= 400 else math.inf
+            return Literal(value) if math.isfinite(value) else Call("float", (Literal(str(text)),))
+        if len(digits.lstrip("0")) <= 19 and -(2**63) <= (whole := int(text)) < 2**63:
+            return Literal(whole)
+        return Call("int", (Literal(str(text)),))
 
     def member(self, target: Node, name: Token) -> Member:
         return Member(target, str(name))
