@@ -7,6 +7,7 @@ error through `errors.arm_error`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -65,7 +66,7 @@ class ApiRequest:
         except RecursionError:
             parsed = None  # deeper than the parser goes, so deeper than MOST_NESTING too
         else:
-            if _nesting_within(parsed, MOST_NESTING):
+            if _nesting_within(self.body, MOST_NESTING):
                 return parsed
         # A limit of our own: how deep the parser goes differs between Pythons (3.13 parses
         # thousands of levels, 3.11 about a thousand), and the same body must get one answer.
@@ -205,14 +206,23 @@ def _check_api_version(query: Mapping[str, str]) -> None:
         raise InvalidApiVersion(version, SUPPORTED_API_VERSIONS)
 
 
-def _nesting_within(value: Any, most: int) -> bool:
-    """Whether `value` (parsed JSON) nests arrays and objects no more than `most` deep."""
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict | list):
-            if depth > most:
-                return False
-            children = item.values() if isinstance(item, dict) else item
-            pending.extend((child, depth + 1) for child in children)
-    return True
+# What measuring a JSON text's depth keeps of it: its brackets and quotes.
+_NOT_BRACKET_OR_QUOTE = bytes(range(256)).translate(None, b'[]{}"')
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def _nesting_within(body: bytes, most: int) -> bool:
+    """Whether `body`, valid JSON, nests arrays and objects no more than `most` deep.
+
+    Read from the text, not the parsed value: a template of thousands of jobs is mostly values,
+    and a Python step per value cost more than parsing the body. Of JSON's escapes only `\\\\`
+    and `\\"` can hide a quote; with those gone, every other quote opens or closes a string, so
+    the text between the odd and even quotes is outside the strings, and the depth is the
+    highest running count of its brackets."""
+    encoding = json.detect_encoding(body)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        body = body.decode(encoding).encode()
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside_strings = b"".join(unescaped.translate(None, _NOT_BRACKET_OR_QUOTE).split(b'"')[::2])
+    depths = itertools.accumulate(map(_DEPTH_STEP.__getitem__, outside_strings))
+    return max(depths, default=0) <= most

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.api.arm import _nesting_within
 from shared.domain.collection import MaxRecurrence, Quota
 from shared.domain.ids import CollectionId
 from shared.domain.schedule.recurrence import Frequency
@@ -477,3 +479,22 @@ def test_answers_say_json_in_utf_8_as_arm_does(api: httpx.Client) -> None:
     )
     assert response.status_code in (200, 201), response.text
     assert response.headers["content-type"] == "application/json; charset=utf-8"
+
+
+@pytest.mark.parametrize(
+    ("body", "most", "within"),
+    [
+        (b"{}", 1, True),
+        (b"[[]]", 1, False),
+        (b'{"a": "[[[[ {{ not brackets"}', 1, True),
+        (b'{"a": "escaped \\" quote [[[", "b": [1]}', 2, True),
+        (b'{"a": "a backslash \\\\", "b": [[1]]}', 2, False),
+        ('{"é": [1, {"b": []}]}'.encode("utf-16"), 3, False),
+        ('{"é": [1, {"b": []}]}'.encode("utf-16"), 4, True),
+        (b"5", 0, True),
+    ],
+    ids=["empty-object", "two-levels", "brackets-in-text", "escaped-quote", "escaped-backslash", "utf-16-deep", "utf-16", "scalar"],
+)
+def test_depth_is_read_from_the_text_with_strings_and_escapes_left_out(body: bytes, most: int, within: bool) -> None:
+    json.loads(body)  # each is valid JSON, as the check requires
+    assert _nesting_within(body, most) is within
