@@ -42,6 +42,7 @@ _PATH_PARAMETERS = {
     "resourceGroupName": _name(RESOURCE_GROUP_PATTERN, 90),
     "jobCollectionName": _name(NAME_PATTERN, 100),
     "jobName": _name(NAME_PATTERN, 100),
+    "roleAssignmentName": {"type": "string", "pattern": "^[0-9A-Za-z-]{1,64}$"},
 }
 
 # What a client sends is described more tightly than what it reads back: a state only the
@@ -101,10 +102,11 @@ def document() -> JsonObject:
         "components": {
             "schemas": schemas,
             "securitySchemes": {
-                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"}
+                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"},
+                "entraId": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
             },
         },
-        "security": [{"functionKey": []}],
+        "security": [{"functionKey": []}, {"entraId": []}],
     }
 
 
@@ -225,7 +227,14 @@ def _operation(route: Route) -> JsonObject:
         "count": {"type": "integer", "minimum": 1, "maximum": 100},
     }
     parameters += [_query(name, queries[name]) for name in route.query]
-    responses["401"] = {"description": "No function key, or a wrong one; the body is empty."}
+    responses["401"] = {
+        "description": "No valid credentials: neither a good bearer token nor the function key.",
+        "content": _json_body("Error"),
+    }
+    responses["403"] = {
+        "description": "AuthorizationFailed: the caller's roles do not allow the action here.",
+        "content": _json_body("Error"),
+    }
     for status, model in route.answers.items():
         content = {"content": _json_body(model)} if model else {}
         responses[status] = {"description": "Success", **content}
