@@ -20,13 +20,13 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from devhost import azurite
 from devhost.identity import mint, object_id_of, principal_headers
 from shared.api.access import ARM_ACTIONS, CLASSIC_ACTIONS, CONSOLE_ACTIONS
 from shared.api.routes import CLASSIC_ROUTES, ROUTES
 from shared.console.pages import ROUTES as CONSOLE_ROUTES
 from shared.domain.access import Role
 from tests.conftest import API_VERSION, Service, identity_folder_of, launch_host
-from devhost import azurite
 
 ROLES = [None, Role.READER, Role.OPERATOR, Role.CONTRIBUTOR]
 SUBSCRIPTION = "access-subscription"
@@ -83,9 +83,9 @@ def call(service: Service, kind: str, method: str, path: str, headers: dict[str,
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda role: role.value if role else "no-role")
-@pytest.mark.parametrize(("kind", "name", "method", "path", "least"), CASES, ids=[case[1] for case in CASES])
-def test_each_role_against_every_route(service: Service, role: Role | None, kind: str, name: str, method: str,
-                                       path: str, least: Role) -> None:  # fmt: skip
+@pytest.mark.parametrize("case", CASES, ids=[case[1] for case in CASES])
+def test_each_role_against_every_route(service: Service, role: Role | None, case: tuple[str, str, str, str, Role]) -> None:
+    kind, _, method, path, least = case
     caller = f"user-{role.name.lower() if role else 'none'}"
     answer = call(service, kind, method, path, bearer(service, caller, *([role] if role else [])))
     allowed = role is not None and role.rank >= least.rank
@@ -108,9 +108,9 @@ def test_each_role_against_every_route(service: Service, role: Role | None, kind
     assert refused["scope"].startswith("/") and (SUBSCRIPTION in refused["scope"] or refused["scope"] == "/")
 
 
-@pytest.mark.parametrize(("kind", "name", "method", "path", "least"), CASES, ids=[case[1] for case in CASES])
-def test_every_route_refuses_a_caller_without_credentials(service: Service, kind: str, name: str, method: str,
-                                                          path: str, least: Role) -> None:  # fmt: skip
+@pytest.mark.parametrize("case", CASES, ids=[case[1] for case in CASES])
+def test_every_route_refuses_a_caller_without_credentials(service: Service, case: tuple[str, str, str, str, Role]) -> None:
+    kind, _, method, path, _ = case
     answer = call(service, kind, method, path, {})
     assert answer.status_code == 401, answer.text
     if kind != "classic":

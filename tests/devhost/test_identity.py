@@ -64,11 +64,9 @@ def refused_tokens(folder: Path, elsewhere: Path) -> dict[str, str]:
     )
     return {
         "expired": mint(folder, "alice", ["Scheduler.Reader"], now=NOW - timedelta(hours=2)),
-        "not yet valid": mint(folder, "alice", ["Scheduler.Reader"], now=NOW,
-                              not_before=NOW + timedelta(minutes=10)),  # fmt: skip
+        "not yet valid": mint(folder, "alice", ["Scheduler.Reader"], now=NOW, not_before=NOW + timedelta(minutes=10)),
         "another audience": mint(folder, "alice", ["Scheduler.Reader"], now=NOW, audience="api://other"),
-        "another issuer": mint(folder, "alice", ["Scheduler.Reader"], now=NOW,
-                               issuer="https://login.microsoftonline.com/evil/v2.0"),  # fmt: skip
+        "another issuer": mint(folder, "alice", ["Scheduler.Reader"], now=NOW, issuer="https://login.microsoftonline.com/evil"),
         "signed with another key": mint(elsewhere, "alice", ["Scheduler.Contributor"], now=NOW),
         "alg none": _unsigned(_good_claims()),
         "alg none, signature left on": _unsigned(_good_claims())
