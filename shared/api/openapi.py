@@ -42,7 +42,7 @@ _PATH_PARAMETERS = {
     "resourceGroupName": _name(RESOURCE_GROUP_PATTERN, 90),
     "jobCollectionName": _name(NAME_PATTERN, 100),
     "jobName": _name(NAME_PATTERN, 100),
-    "roleAssignmentName": {"type": "string", "pattern": "^[0-9A-Za-z-]{1,64}$"},
+    "roleAssignmentName": _name("[0-9A-Za-z-]{1,64}", 64),  # a GUID, as ARM names them
 }
 
 # What a client sends is described more tightly than what it reads back: a state only the

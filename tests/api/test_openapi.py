@@ -17,7 +17,8 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.problems import InvalidRequest
 from tests.conftest import Service
 
-LONGEST = {"subscriptionId": 64, "resourceGroupName": 90, "jobCollectionName": 100, "jobName": 100}
+LONGEST = {"subscriptionId": 64, "resourceGroupName": 90, "jobCollectionName": 100, "jobName": 100,
+           "roleAssignmentName": 64}  # fmt: skip
 
 
 def path_parameters() -> dict[str, dict[str, Any]]:
