@@ -97,7 +97,7 @@ EVERY_SETTING = (
     _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
-    _setting(FUNCTION_KEY, "app", "devhost", in_sample=False, in_azure=False),
+    _setting(FUNCTION_KEY, "app", "devhost", in_sample=False),  # the templates' administratorKey
     _setting(KEY_ACCESS, "app", in_sample=False, in_azure=False),
     # Set by the platform (the local host sets it when it plays the platform's sign-in).
     _setting(PLATFORM_AUTHENTICATION, "app", "devhost", in_sample=False, in_azure=False),
