@@ -715,18 +715,20 @@ document.addEventListener("DOMContentLoaded", () => {
       (document.activeElement && document.activeElement.tagName === "SELECT");
     if (console_.key && !busy) refresh();
   }, REFRESH_EVERY_MS);
-  startSession().then(() => refresh());
+  refresh();
+  startSession();
 });
 
 // Signed in through the platform (in Azure, with App Service Authentication), the session
-// cookie already says who is calling: no key or token is asked for.
+// cookie already says who is calling: the sign-in form, shown meanwhile, gives way.
 async function startSession() {
   if (console_.key) return;
-  console_.key = PLATFORM;
   try {
-    await whoAmI();
+    await consoleApi("me"); // without a key or token: only the platform's session passes
   } catch {
-    console_.key = null;
-    console_.me = null;
+    return; // none: the sign-in form stays
   }
+  if (console_.key) return; // signed in meanwhile
+  console_.key = PLATFORM;
+  await refresh({ moveFocus: true });
 }
