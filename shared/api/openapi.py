@@ -15,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
+from shared.api.role_assignment_operations import AssignmentBody
 from shared.api.routes import ROUTES, Route
 from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
 from shared.api.template_operations import ImportRequest
@@ -112,7 +113,12 @@ def document() -> JsonObject:
 
 def _schemas() -> JsonObject:
     _, definitions = models_json_schema(
-        [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
+        [
+            (CollectionBody, "validation"),
+            (JobBody, "validation"),
+            (ImportRequest, "validation"),
+            (AssignmentBody, "validation"),
+        ],
         ref_template=_REF,
     )
     # A member left out and one sent as null read the same (null removes one in a PATCH, as
@@ -245,7 +251,7 @@ def _operation(route: Route) -> JsonObject:
     }
     if route.body:
         body: JsonObject = _ref(_SENT.get(route.body, route.body))
-        if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
+        if route.method == "PUT" and _SENT.get(route.body) in _REQUIRED_BY_PUT:
             body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
             "required": True,

@@ -11,6 +11,7 @@ App roles in a caller's token hold over the whole service; an assignment holds o
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,9 +32,11 @@ _RESOURCE_GROUP = re.compile(r"[-\w._()]{1,90}")
 class AssignmentProperties(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    principal_id: str = Field(alias="principalId")
-    role_name: str = Field(alias="roleName")
-    scope: str
+    principal_id: str = Field(alias="principalId", pattern=r"^[0-9A-Za-z._@-]{1,128}$")
+    role_name: Literal["Scheduler.Reader", "Scheduler.Operator", "Scheduler.Contributor"] = Field(
+        alias="roleName"
+    )
+    scope: str = Field(pattern=r"^/subscriptions/[^/]{1,64}(/resourceGroups/[^/]{1,90})?$")
 
 
 class AssignmentBody(BaseModel):

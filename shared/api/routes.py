@@ -102,7 +102,8 @@ ROUTES = [
     Route("get_role_assignment", "GET", ROLE_ASSIGNMENT,
           role_assignment_operations.get_role_assignment),
     Route("put_role_assignment", "PUT", ROLE_ASSIGNMENT,
-          role_assignment_operations.put_role_assignment, answers={"200": None, "201": None}),
+          role_assignment_operations.put_role_assignment, body="AssignmentBody",
+          answers={"200": None, "201": None}),
     Route("delete_role_assignment", "DELETE", ROLE_ASSIGNMENT,
           role_assignment_operations.delete_role_assignment, answers=_DELETED),
 ]  # fmt: skip
