@@ -7,33 +7,45 @@ import azure.functions as func
 
 from shared import services
 from shared.api import health, openapi
+from shared.api.access import arm_guard, classic_guard, console_guard
 from shared.api.arm import serve
 from shared.api.classic.serving import serve_classic
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, ClassicRoute, Route
 from shared.console import pages
 from shared.console.pages import ConsoleRoute
+from shared.domain import activity
 from shared.execution import clean_up, messages, timer
 
-app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+# Anonymous to the host: the app itself admits callers (shared/api/access.py), by the function
+# key or by the platform's sign-in, so that a caller with a bearer token needs no key.
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 
 def _register(route: Route) -> None:
+    guard = arm_guard(route.name)
+
     def handle(req: func.HttpRequest) -> func.HttpResponse:
-        return serve(req, route.operation, services.current)
+        return serve(req, route.operation, services.current, guard=guard)
 
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 
 
 def _register_classic(route: ClassicRoute) -> None:
+    guard = classic_guard(route.name)
+
     def handle(req: func.HttpRequest) -> func.HttpResponse:
-        return serve_classic(req, route.operation, services.current, api_version=route.api_version)
+        return serve_classic(
+            req, route.operation, services.current, api_version=route.api_version, guard=guard
+        )
 
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))
 
 
 def _register_console(route: ConsoleRoute) -> None:
+    guard = console_guard(route.name)
+
     def handle(req: func.HttpRequest) -> func.HttpResponse:
-        return serve(req, route.operation, services.current, versioned=False)
+        return serve(req, route.operation, services.current, versioned=False, guard=guard)
 
     app.function_name(route.name)(app.route(route=route.template, methods=["GET"])(handle))
 
@@ -64,6 +76,7 @@ def retention_timer(tick: func.TimerRequest) -> None:
     """Removes history past what is kept, and jobs that ended long enough ago."""
     running = services.current()
     clean_up.clean_up(running.store, running.now())
+    running.activity_log.remove_before(running.now() - activity.KEPT_FOR)
 
 
 @app.queue_trigger(

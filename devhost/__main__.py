@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from devhost import azurite, runtime, worker
+from devhost import azurite, identity, runtime, worker
 from devhost.processes import listen, run_workers, worker_process_count
 from shared.logs import app_logger, quiet_third_party_loggers
 from shared.settings import SERVICEBUS_ENDPOINT as SERVICE_BUS_SETTING
@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     load_local_settings()
     port = options.port or int(os.environ.get("SCHEDULER_PORT") or DEFAULT_PORT)
     key = os.environ.get("SCHEDULER_FUNCTION_KEY") or kept_key(AZURITE_DATA)
+    # The app checks the key itself: its routes are anonymous to the host, so that signed-in
+    # callers need none.
+    os.environ["SCHEDULER_FUNCTION_KEY"] = key
 
     emulator = None
     if not options.no_azurite:
@@ -71,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Another local host is using {AZURITE_DATA}: stop it first.", file=sys.stderr)
             return 1
         if options.fresh:
-            azurite.empty(AZURITE_DATA, keep={LOCK_NAME, KEY_NAME})  # the data, not the key
+            # The data, not the keys.
+            azurite.empty(AZURITE_DATA, keep={LOCK_NAME, KEY_NAME, identity.KEY_NAME})
         emulator = _start_azurite(AZURITE_DATA, durable=not options.azurite_interval_saves)
         _print_azurite(emulator)
         os.environ["AzureWebJobsStorage"] = emulator.connection_string
@@ -246,10 +250,19 @@ def _run_own_host(port: int, key: str) -> int:
     # The app builds its `nextLink`s on the site's host name, which the platform sets in Azure:
     # here it is this host's own address (the app's SCHEDULER_PUBLIC_BASE_URL overrides it).
     os.environ["WEBSITE_HOSTNAME"] = f"127.0.0.1:{listener.getsockname()[1]}"
+    # This host plays the platform's sign-in (devhost.identity) unless told it is off: it drops
+    # principal headers a client sends, so the app may trust the ones it passes on.
+    os.environ.setdefault("WEBSITE_AUTH_ENABLED", "True")
 
     def announce() -> None:
         _print_addresses(f"http://127.0.0.1:{listener.getsockname()[1]}")
         print(f"Function key (x-functions-key header or ?code=): {key}", flush=True)
+        if os.environ["WEBSITE_AUTH_ENABLED"].lower() == "true":
+            print(
+                "Signed-in callers: python -m devhost.identity token --name alice"
+                " --role Scheduler.Reader",
+                flush=True,
+            )
         print(f"{invocation}, on Python {sys.version.split()[0]}", flush=True)
 
     if count == 1:  # this process is the one worker
@@ -269,7 +282,8 @@ def _print_addresses(base_url: str) -> None:
 def _run_core_tools(port: int) -> int:
     print(f"Azure Functions Core Tools found: running `func start --port {port}`.", flush=True)
     _print_addresses(f"http://127.0.0.1:{port}")
-    print("Core Tools do not check function keys locally; send any key or none.", flush=True)
+    key = os.environ["SCHEDULER_FUNCTION_KEY"]
+    print(f"The app checks the function key itself: {key}", flush=True)
     return subprocess.call(["func", "start", "--port", str(port)], cwd=ROOT)
 
 

@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import azure.functions as func
 
+from devhost.identity import LocalSignIn
 from devhost.invocation import invoke
 from shared.logs import app_logger
 
@@ -139,6 +140,7 @@ class FunctionsHttpServer(ThreadingHTTPServer):
         *,
         request_timeout: float = REQUEST_TIMEOUT_S,
         listener: socket.socket | None = None,
+        sign_in: LocalSignIn | None = None,
     ) -> None:
         if listener is None:
             super().__init__(address, _Handler)
@@ -152,6 +154,8 @@ class FunctionsHttpServer(ThreadingHTTPServer):
         self.functions = functions
         self.keys = [key.encode() for key in keys if key]
         self.request_timeout = request_timeout
+        # The platform's authentication, played locally (devhost.identity); None: off.
+        self.sign_in = sign_in
 
     def key_is_valid(self, key: str | None) -> bool:
         # Compared as bytes: compare_digest refuses str with characters beyond ASCII, and a
@@ -253,10 +257,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.connection.settimeout(self.server.request_timeout)
 
+        headers = dict(self.headers.items())
+        if self.server.sign_in is not None:
+            headers = self.server.sign_in.platform_headers(headers)
+        # As the platform's front end does: the address the request came from.
+        headers = {name: value for name, value in headers.items()
+                   if name.lower() != "x-forwarded-for"}  # fmt: skip
+        headers["X-Forwarded-For"] = self.client_address[0]
         request = func.HttpRequest(
             method=self.command,
             url=f"http://{self.headers.get('Host', 'localhost')}{self.path}",
-            headers=dict(self.headers.items()),
+            headers=headers,
             params=query,
             route_params={name: unquote(value) for name, value in match.groupdict().items()},
             body=body,

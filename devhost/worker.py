@@ -21,18 +21,20 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from devhost.handoff import WorkerFeed
 from devhost.http_host import FunctionsHttpServer, http_functions
+from devhost.identity import LocalSignIn, identity_folder
 from devhost.runtime import start_worker, uses_runtime
 from devhost.triggers import QueueTrigger, TimerTrigger, host_extensions, triggers_of
 from shared.logs import app_logger, quiet_third_party_loggers
 
 ROOT = Path(__file__).resolve().parent.parent
+PLATFORM_AUTHENTICATION = "WEBSITE_AUTH_ENABLED"  # the platform's; the app reads it too
 FINISH_PATIENCE_S = 8.0  # under devhost.processes' patience, after which a worker is killed
 
 
@@ -54,7 +56,7 @@ def serve(
     functions = declared_functions()
     server = FunctionsHttpServer(
         listener.getsockname()[:2], http_functions(functions, route_prefix), keys=[key],
-        listener=listener,
+        listener=listener, sign_in=local_sign_in(os.environ),
     )  # fmt: skip
     triggers = triggers_of(
         functions, extensions.get("queues", {}), os.environ["AzureWebJobsStorage"]
@@ -91,6 +93,14 @@ def serve(
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     return 0
+
+
+def local_sign_in(environment: Mapping[str, str]) -> LocalSignIn | None:
+    """The platform's authentication played locally, when WEBSITE_AUTH_ENABLED says it is on
+    (`python -m devhost` turns it on unless told otherwise)."""
+    if environment.get(PLATFORM_AUTHENTICATION, "").lower() != "true":
+        return None
+    return LocalSignIn.in_folder(identity_folder(environment))
 
 
 def declared_functions() -> list[Any]:

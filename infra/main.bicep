@@ -56,6 +56,16 @@ param instanceMemoryMB int = 2048
 @description('Executor instances kept warm (billed while idle). 0: the first run after a quiet spell waits for a cold start.')
 param alwaysReadyInstances int = 0
 
+@description('Client id of the Entra ID app registration callers sign in to, with the app roles Scheduler.Reader, Scheduler.Operator and Scheduler.Contributor (docs/deployment.md). Empty: no sign-in, the administrator key only.')
+param authClientId string = ''
+
+@description('Tenant of that app registration. Default: the tenant of this deployment.')
+param authTenantId string = tenant().tenantId
+
+@secure()
+@description('The administrator key (x-functions-key header or ?code=), which opens everything. Empty: no key opens anything, only signed-in callers with a role get in.')
+param administratorKey string = ''
+
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 var appName = !empty(functionAppName) ? functionAppName : 'func-scheduler-${resourceToken}'
@@ -129,6 +139,9 @@ module api 'app/api.bicep' = {
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
     alwaysReadyInstances: alwaysReadyInstances
+    authClientId: authClientId
+    authTenantId: authTenantId
+    administratorKey: administratorKey
   }
   // The host reads its storage as the identity from the first start: roles first.
   dependsOn: [rbac]

@@ -35,9 +35,11 @@ from shared.execution.scheduling import Scheduling
 from shared.execution.worker import ExecutionWorker
 from shared.logs import quiet_third_party_loggers
 from shared.settings import Settings
+from shared.storage.activity_log import ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Store
+from shared.storage.role_assignments import RoleAssignments
 from shared.storage.table_store import TableStore
 
 EXECUTIONS_QUEUE = "executions"
@@ -86,6 +88,8 @@ class Services:
     """Threads for the executor's blocking work: an execution mostly waits on storage and on
     its target, so many can be under way at once (asyncio's default pool has cores + 4)."""
     fan_out: FanOut  # ranges of the due index, handed on by the tick, moved by the executor
+    activity_log: ActivityLog  # who changed what, and who was refused (shared/api/activity.py)
+    role_assignments: RoleAssignments  # roles given at a subscription or resource group
 
     def now(self) -> datetime:
         return self.clock()
@@ -184,8 +188,9 @@ def build(
         queue, due_index, dispatcher, clock=clock, max_dequeue_count=settings.max_dequeue_count
     )
     return Services(
-        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads, fan_out
-    )
+        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads, fan_out,
+        ActivityLog.in_service(tables), RoleAssignments.in_service(tables),
+    )  # fmt: skip
 
 
 @functools.cache

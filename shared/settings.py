@@ -44,6 +44,12 @@ IDENTITY_HEADER = "IDENTITY_HEADER"
 # the platform sets in Azure and the local host sets to its own address.
 PUBLIC_BASE_URL = "SCHEDULER_PUBLIC_BASE_URL"
 SITE_HOST_NAME = "WEBSITE_HOSTNAME"
+# Who may call (docs/security.md): the administrator's key, which a setting can turn off, and
+# the platform's authentication (App Service Authentication), whose caller headers the app
+# trusts only when the platform says it is on (it then replaces any a client sent).
+FUNCTION_KEY = "SCHEDULER_FUNCTION_KEY"
+KEY_ACCESS = "SCHEDULER_FUNCTION_KEY_ACCESS"  # "off": the key opens nothing
+PLATFORM_AUTHENTICATION = "WEBSITE_AUTH_ENABLED"
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,11 @@ EVERY_SETTING = (
     _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
     _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
-    _setting("SCHEDULER_FUNCTION_KEY", "devhost", in_sample=False, in_azure=False),
+    _setting(FUNCTION_KEY, "app", "devhost", in_sample=False),  # the templates' administratorKey
+    _setting(KEY_ACCESS, "app", in_sample=False, in_azure=False),
+    # Set by the platform (the local host sets it when it plays the platform's sign-in).
+    _setting(PLATFORM_AUTHENTICATION, "app", "devhost", in_sample=False, in_azure=False),
+    _setting("SCHEDULER_IDENTITY_FOLDER", "devhost", in_sample=False, in_azure=False),
     # Worker processes per instance: the Functions host reads it, and so does the local host.
     _setting("FUNCTIONS_WORKER_PROCESS_COUNT", "host", "devhost", in_sample=False, in_azure=False),
 )
@@ -138,6 +148,8 @@ class Settings:
     public_base_url: str = DEFAULT_PUBLIC_BASE_URL  # scheme and host (and path) of the API
     # The delivery at which the host gives a queue message up (host.json's maxDequeueCount).
     max_dequeue_count: int = DEFAULT_MAX_DEQUEUE_COUNT
+    function_key: str | None = None  # the administrator's; None: no key opens anything
+    platform_authentication: bool = False  # trust the platform's caller headers
 
     @property
     def horizon(self) -> timedelta:
@@ -197,7 +209,26 @@ class Settings:
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
             public_base_url=_public_base_url(environment),
             max_dequeue_count=max_dequeue_count(),
+            function_key=_function_key(environment),
+            platform_authentication=_is_on(environment, PLATFORM_AUTHENTICATION, default=False),
         )
+
+
+def _is_on(environment: Mapping[str, str], name: str, *, default: bool) -> bool:
+    given = (environment.get(name) or "").strip().lower()
+    if not given:
+        return default
+    if given in ("true", "on", "1"):
+        return True
+    if given in ("false", "off", "0"):
+        return False
+    raise SettingError(f"{name} must be true or false (on or off), not {given[:20]!r}")
+
+
+def _function_key(environment: Mapping[str, str]) -> str | None:
+    """The administrator's key, unless SCHEDULER_FUNCTION_KEY_ACCESS turns keys off."""
+    key = environment.get(FUNCTION_KEY) or None
+    return key if _is_on(environment, KEY_ACCESS, default=True) else None
 
 
 def max_dequeue_count(host_json: Path = HOST_JSON) -> int:

@@ -174,6 +174,8 @@ def launch_host(
         "SCHEDULER_TICK_SCHEDULE": "* * * * * *",
         "SCHEDULER_LOOKAHEAD_SECONDS": "2",
         "SCHEDULER_OUTBOUND_ALLOWLIST": "127.0.0.1/32,localhost",
+        # The local issuer's key: the tests sign their tokens with it (tests/api/test_access.py).
+        "SCHEDULER_IDENTITY_FOLDER": str(identity_folder_of(log_path)),
     } | (settings or {})
     # A file, not a pipe: a pipe nobody reads fills up and blocks the host mid-request.
     with log_path.open("ab") as log:
@@ -188,6 +190,11 @@ def launch_host(
             pytest.fail(f"the local host did not start:\n{log_path.read_text()[-3000:]}")
         time.sleep(0.05)
     return host
+
+
+def identity_folder_of(log_path: Path) -> Path:
+    """Where a host launched with `log_path` keeps its local issuer's key."""
+    return log_path.parent / "identity"
 
 
 @pytest.fixture(scope="session")

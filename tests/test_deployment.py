@@ -44,6 +44,7 @@ CURRENT_API_VERSIONS = {
     "Microsoft.Insights/components": "2020-02-02",
     "Microsoft.Web/serverfarms": "2024-11-01",
     "Microsoft.Web/sites": "2024-11-01",
+    "Microsoft.Web/sites/config": "2024-11-01",
     "Microsoft.Authorization/roleAssignments": "2022-04-01",
     "Microsoft.ServiceBus/namespaces": "2024-01-01",
     "Microsoft.ServiceBus/namespaces/authorizationRules": "2024-01-01",
@@ -141,6 +142,27 @@ def test_main_parameters_name_parameters_main_declares_and_give_every_required_o
     given = set(json.loads((INFRA / "main.parameters.json").read_text())["parameters"])
     assert given <= declared
     assert required <= given, required - given
+
+
+def test_sign_in_is_the_platforms_entra_id_authentication_letting_the_app_answer_401() -> None:
+    api = (INFRA / "app" / "api.bicep").read_text()
+    [auth] = [declaration for declaration in nodes(parsed(INFRA / "app" / "api.bicep"), "resource_declaration")
+              if "Microsoft.Web/sites/config@" in text(declaration)]  # fmt: skip
+    body = text(auth)
+    assert "if (!empty(authClientId))" in body and "name: 'authsettingsV2'" in body
+    # Anonymous requests reach the app (the administrator key, /health, the console's page),
+    # which answers the rest 401 in ARM's shape.
+    assert "requireAuthentication: false" in body and "unauthenticatedClientAction: 'AllowAnonymous'" in body
+    assert "azureActiveDirectory" in body and "'api://${authClientId}'" in body
+    assert "openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'" in body
+    # The platform sets WEBSITE_AUTH_ENABLED itself: a template that set it would make the app
+    # believe principal headers that nothing replaced.
+    [settings] = [var for var in nodes(parsed(INFRA / "app" / "api.bicep"), "variable_declaration")
+                  if text(var.children[1]) == "appSettings"]  # fmt: skip
+    assert "WEBSITE_AUTH_ENABLED" not in object_keys(settings)
+    main = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+    assert main["authClientId"]["value"] == "${SCHEDULER_AUTH_CLIENT_ID=}"
+    assert "@secure()\nparam administratorKey string" in api
 
 
 def test_storage_admits_identities_only_and_roles_are_the_least_the_app_needs() -> None:

@@ -19,6 +19,11 @@ param serviceBusEndpointSuffix string
 param maximumInstanceCount int
 param instanceMemoryMB int
 param alwaysReadyInstances int
+// Sign-in (docs/security.md): the app registration, if any, and the administrator's key.
+param authClientId string
+param authTenantId string
+@secure()
+param administratorKey string
 
 resource account 'Microsoft.Storage/storageAccounts@2025-01-01' existing = {
   name: storageAccountName
@@ -47,6 +52,8 @@ var appSettings = {
   SCHEDULER_AUTHORITY_HOST: environment().authentication.loginEndpoint
   SCHEDULER_STORAGE_ENDPOINT_SUFFIX: environment().suffixes.storage
   SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX: serviceBusEndpointSuffix
+  // The administrator's key, which the app checks itself (its routes are anonymous to the host).
+  SCHEDULER_FUNCTION_KEY: administratorKey
 }
 
 resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
@@ -103,6 +110,44 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
       runtime: {
         name: 'python'
         version: '3.13'
+      }
+    }
+  }
+}
+
+// App Service Authentication with Entra ID, when given an app registration. Requests without a
+// token still reach the app, which answers them 401 unless they carry the administrator key;
+// the platform sets WEBSITE_AUTH_ENABLED, and replaces any X-MS-CLIENT-PRINCIPAL a client sends,
+// so the app believes the caller it names. App roles arrive as the token's `roles` claims.
+resource auth 'Microsoft.Web/sites/config@2024-11-01' = if (!empty(authClientId)) {
+  parent: app
+  name: 'authsettingsV2'
+  properties: {
+    platform: {
+      enabled: true
+    }
+    globalValidation: {
+      requireAuthentication: false
+      unauthenticatedClientAction: 'AllowAnonymous'
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
+        }
+        validation: {
+          allowedAudiences: [
+            'api://${authClientId}'
+            authClientId
+          ]
+        }
+      }
+    }
+    login: {
+      tokenStore: {
+        enabled: false
       }
     }
   }

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import azure.functions as func
@@ -26,6 +26,7 @@ from shared.api.errors import (
     UnsupportedMediaType,
     arm_error,
 )
+from shared.domain.access import Caller
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.logs import app_logger
@@ -51,6 +52,7 @@ class ApiRequest:
     body: bytes
     # Properties the API does not know, found in what was read: answered as Warning headers.
     ignored: list[IgnoredProperty] = field(default_factory=list)
+    caller: Caller | None = None  # who sent it, once a guard admitted it (shared/api/access.py)
 
     def json_body(self) -> Any:
         """The body as JSON, or InvalidRequest saying why it is not."""
@@ -107,33 +109,62 @@ class ApiResponse:
 Operation = Callable[[ApiRequest, Services], ApiResponse]
 
 
+class Guard(Protocol):
+    """Who may call a route, and the record of what they did (shared/api/access.py)."""
+
+    def admit(self, request: ApiRequest, services: Services) -> ApiRequest:
+        """The request with its caller, or a 401 or 403 error."""
+        ...
+
+    def record(
+        self,
+        services: Services,
+        request: ApiRequest,
+        status: int,
+        request_id: str,
+        refusal: Exception | None,
+    ) -> None:
+        """Keep a change, or a refused attempt, in the activity log."""
+        ...
+
+
 def serve(
     request: func.HttpRequest,
     operation: Operation,
     services: Callable[[], Services],
     *,
     versioned: bool = True,
+    guard: Guard | None = None,
 ) -> func.HttpResponse:
     """Run one operation for one HTTP request, with every ARM convention applied.
 
     `services` gives the process's services; it is called inside, so that a failure to build
     them is answered in the ARM envelope like any other fault. `versioned=False` serves routes
-    of our own that take no api-version (the console's reads).
+    of our own that take no api-version (the console's reads). `guard` decides who may call
+    (every route the app registers has one; only tests calling an operation leave it out).
     """
     started = time.perf_counter()
     request_id = str(uuid.uuid4())
     arm_request = None
+    running, refusal = None, None
     try:
         arm_request = api_request(request)
+        if guard is not None:  # ARM authenticates before it looks at the api-version
+            running = services()
+            arm_request = guard.admit(arm_request, running)
         if versioned:
             _check_api_version(arm_request.query)
-        response = operation(arm_request, services())
+        running = running or services()
+        response = operation(arm_request, running)
     except Exception as failure:
         error = arm_error(failure)
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, error.envelope)
+        refusal = failure
+    if guard is not None and running is not None and arm_request is not None:
+        guard.record(running, arm_request, response.status, request_id, refusal)
     headers = {"x-ms-request-id": request_id, **response.headers}
     headers |= warning_headers(arm_request.ignored if arm_request else [], request_id)
     if response.body is None:

@@ -15,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 
 from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
+from shared.api.role_assignment_operations import AssignmentBody
 from shared.api.routes import ROUTES, Route
 from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
 from shared.api.template_operations import ImportRequest
@@ -42,6 +43,7 @@ _PATH_PARAMETERS = {
     "resourceGroupName": _name(RESOURCE_GROUP_PATTERN, 90),
     "jobCollectionName": _name(NAME_PATTERN, 100),
     "jobName": _name(NAME_PATTERN, 100),
+    "roleAssignmentName": _name("[0-9A-Za-z-]{1,64}", 64),  # a GUID, as ARM names them
 }
 
 # What a client sends is described more tightly than what it reads back: a state only the
@@ -101,16 +103,22 @@ def document() -> JsonObject:
         "components": {
             "schemas": schemas,
             "securitySchemes": {
-                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"}
+                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"},
+                "entraId": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
             },
         },
-        "security": [{"functionKey": []}],
+        "security": [{"functionKey": []}, {"entraId": []}],
     }
 
 
 def _schemas() -> JsonObject:
     _, definitions = models_json_schema(
-        [(CollectionBody, "validation"), (JobBody, "validation"), (ImportRequest, "validation")],
+        [
+            (CollectionBody, "validation"),
+            (JobBody, "validation"),
+            (ImportRequest, "validation"),
+            (AssignmentBody, "validation"),
+        ],
         ref_template=_REF,
     )
     # A member left out and one sent as null read the same (null removes one in a PATCH, as
@@ -225,7 +233,14 @@ def _operation(route: Route) -> JsonObject:
         "count": {"type": "integer", "minimum": 1, "maximum": 100},
     }
     parameters += [_query(name, queries[name]) for name in route.query]
-    responses["401"] = {"description": "No function key, or a wrong one; the body is empty."}
+    responses["401"] = {
+        "description": "No valid credentials: neither a good bearer token nor the function key.",
+        "content": _json_body("Error"),
+    }
+    responses["403"] = {
+        "description": "AuthorizationFailed: the caller's roles do not allow the action here.",
+        "content": _json_body("Error"),
+    }
     for status, model in route.answers.items():
         content = {"content": _json_body(model)} if model else {}
         responses[status] = {"description": "Success", **content}
@@ -236,7 +251,7 @@ def _operation(route: Route) -> JsonObject:
     }
     if route.body:
         body: JsonObject = _ref(_SENT.get(route.body, route.body))
-        if route.method == "PUT" and _SENT[route.body] in _REQUIRED_BY_PUT:
+        if route.method == "PUT" and _SENT.get(route.body) in _REQUIRED_BY_PUT:
             body = {"allOf": [body], **_REQUIRED_BY_PUT[_SENT[route.body]]}
         operation["requestBody"] = {
             "required": True,

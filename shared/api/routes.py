@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shared.api import collection_operations, job_operations, template_operations
+from shared.api import (
+    activity,
+    collection_operations,
+    job_operations,
+    role_assignment_operations,
+    template_operations,
+)
 from shared.api.arm import Operation
 from shared.api.classic import operations as classic
 from shared.domain.ids import PROVIDER
@@ -21,6 +27,8 @@ RESOURCE_GROUP_PROVIDER = (
 COLLECTIONS = f"{RESOURCE_GROUP_PROVIDER}/jobCollections"
 COLLECTION = f"{COLLECTIONS}/{{jobCollectionName}}"
 JOB = f"{COLLECTION}/jobs/{{jobName}}"
+SUBSCRIPTION_PROVIDER = f"{SUBSCRIPTION}/providers/{PROVIDER}"
+ROLE_ASSIGNMENT = f"{SUBSCRIPTION_PROVIDER}/roleAssignments/{{roleAssignmentName}}"
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,18 @@ ROUTES = [
           template_operations.export_resource_group, answers={"200": "ExportedTemplate"}),
     Route("export_collection_template", "POST", f"{COLLECTION}/exportTemplate",
           template_operations.export_collection, answers={"200": "ExportedTemplate"}),
+    # Extensions: who did what (the activity log) and who may (docs/security.md).
+    Route("list_activity_log", "GET", f"{SUBSCRIPTION_PROVIDER}/activityLog",
+          activity.list_activity_log, query=("$top", "$skiptoken", "$filter")),
+    Route("list_role_assignments", "GET", f"{SUBSCRIPTION_PROVIDER}/roleAssignments",
+          role_assignment_operations.list_role_assignments),
+    Route("get_role_assignment", "GET", ROLE_ASSIGNMENT,
+          role_assignment_operations.get_role_assignment),
+    Route("put_role_assignment", "PUT", ROLE_ASSIGNMENT,
+          role_assignment_operations.put_role_assignment, body="AssignmentBody",
+          answers={"200": None, "201": None}),
+    Route("delete_role_assignment", "DELETE", ROLE_ASSIGNMENT,
+          role_assignment_operations.delete_role_assignment, answers=_DELETED),
 ]  # fmt: skip
 
 

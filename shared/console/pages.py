@@ -36,6 +36,7 @@ CONTENT_TYPES = {
     "forms.js": "text/javascript",
     "templates.js": "text/javascript",
     "attention.js": "text/javascript",
+    "activity.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
@@ -117,6 +118,27 @@ def show_job(request: ApiRequest, services: Services) -> ApiResponse:
     return ApiResponse(200, job_detail(services.store.existing_job(job), services.now()))
 
 
+def show_me(request: ApiRequest, services: Services) -> ApiResponse:
+    """Who is signed in, and the most their roles allow over the whole service (the page hides
+    what that cannot do; role assignments at narrower scopes are listed beside it)."""
+    caller = request.caller
+    if caller is None:  # only a route without a guard, which the app never registers
+        raise ResourceNotFound("No caller is known for this request.")
+    role = caller.strongest_role("/")
+    role_name = role.value if role else "no role"
+    return ApiResponse(
+        200,
+        {
+            "name": caller.name,
+            "objectId": caller.object_id,
+            "administrator": caller.administrator,
+            "role": role.name.lower() if role else None,
+            "roleName": "administrator" if caller.administrator else role_name,
+            "grants": [{"role": grant.role.value, "scope": grant.scope} for grant in caller.grants],
+        },
+    )
+
+
 @dataclass(frozen=True)
 class ConsoleRoute:
     """A read of the console's: GET, behind the function key, no api-version."""
@@ -133,4 +155,5 @@ ROUTES = [
     ConsoleRoute("console_collection", COLLECTION, show_collection),
     ConsoleRoute("console_job", f"{COLLECTION}/jobs/{{jobName}}", show_job),
     ConsoleRoute("console_attention", "console/api/attention", show_attention),
+    ConsoleRoute("console_me", "console/api/me", show_me),
 ]

@@ -54,9 +54,13 @@ from tests.conftest import API_VERSION, Service
 
 EXAMPLES_PER_OPERATION = 50  # for the fuzzing phase; the coverage phase makes its own, many more
 LEAST_SUCCESS_SHARE = 0.05  # of every operation's answers, 2xx
-KNOWN = {"subscriptionId": "fuzz-known", "resourceGroupName": "fuzz-rg", "jobCollectionName": "fuzz-jc", "jobName": "fuzz-job"}
-RULES = {"subscriptionId": SUBSCRIPTION_PATTERN, "resourceGroupName": RESOURCE_GROUP_PATTERN, "jobCollectionName": NAME_PATTERN, "jobName": NAME_PATTERN}
-WRITES = {"put_job_collection", "patch_job_collection", "delete_job_collection", "enable_job_collection", "disable_job_collection", "put_job", "patch_job", "delete_job"}
+KNOWN = {"subscriptionId": "fuzz-known", "resourceGroupName": "fuzz-rg", "jobCollectionName": "fuzz-jc", "jobName": "fuzz-job",
+         "roleAssignmentName": "00000000-0000-0000-0000-0000000000f0"}  # fmt: skip
+RULES = {"subscriptionId": SUBSCRIPTION_PATTERN, "resourceGroupName": RESOURCE_GROUP_PATTERN, "jobCollectionName": NAME_PATTERN, "jobName": NAME_PATTERN,
+         "roleAssignmentName": "[0-9A-Za-z-]{1,64}"}  # fmt: skip
+WRITES = {"put_job_collection", "patch_job_collection", "delete_job_collection", "enable_job_collection", "disable_job_collection", "put_job", "patch_job", "delete_job",
+          "put_role_assignment", "delete_role_assignment"}  # fmt: skip
+KNOWN_ASSIGNMENT = {"properties": {"principalId": "fuzz-principal", "roleName": "Scheduler.Reader", "scope": "/subscriptions/fuzz-known/resourceGroups/fuzz-rg"}}
 KNOWN_COLLECTION = {
     "location": "West Europe",
     "properties": {"sku": {"name": "Standard"}, "state": "Enabled", "quota": {"maxJobCount": 50, "maxRecurrence": {"frequency": "Minute", "interval": 1}}},
@@ -95,7 +99,8 @@ def valid_job_patches() -> list[dict[str, Any]]:
     ]
 
 
-VALID_BODIES = {"put_job": valid_jobs, "preview_occurrences": valid_jobs, "patch_job": valid_job_patches}
+VALID_BODIES = {"put_job": valid_jobs, "preview_occurrences": valid_jobs, "patch_job": valid_job_patches,
+                "put_role_assignment": lambda: [KNOWN_ASSIGNMENT]}  # fmt: skip
 
 
 @dataclass
@@ -117,6 +122,9 @@ class Known:
             self.api.delete(job_path)
             job = self.api.put(job_path, json=known_job())
         assert job.status_code in (200, 201), job.text
+        assignment = self.api.put("/subscriptions/{subscriptionId}/providers/Microsoft.Scheduler/roleAssignments/{roleAssignmentName}".format(**KNOWN),
+                                  json=KNOWN_ASSIGNMENT)  # fmt: skip
+        assert assignment.status_code in (200, 201), assignment.text
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import azure.functions as func
 
 from shared.api.arm import (
     ApiResponse,
+    Guard,
     Operation,
     api_request,
     log_access,
@@ -59,15 +60,20 @@ def serve_classic(
     services: Callable[[], Services],
     *,
     api_version: bool,
+    guard: Guard | None = None,
 ) -> func.HttpResponse:
     """Run one classic operation for one HTTP request; `api_version` says whether its route
-    demands `?api-version=`."""
+    demands `?api-version=`; `guard` who may call it (as `shared.api.arm.serve`'s)."""
     started = time.perf_counter()
     request_id = uuid.uuid4().hex
+    classic_request, running, refusal = None, None, None
     try:
         classic_request = api_request(request)
+        if guard is not None:
+            running = services()
+            classic_request = guard.admit(classic_request, running)
         _check_versions(classic_request.headers, classic_request.query, api_version=api_version)
-        running = services()
+        running = running or services()
         response = operation(classic_request, running)
         if classic_request.method != "GET" and response.status < 300:
             subscription = classic_request.route["subscriptionId"]
@@ -78,6 +84,9 @@ def serve_classic(
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
         response = ApiResponse(error.status, bodies.error(error.code, error.message))
+        refusal = failure
+    if guard is not None and running is not None and classic_request is not None:
+        guard.record(running, classic_request, response.status, request_id, refusal)
     ignored = classic_request.ignored if classic_request else []
     answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)

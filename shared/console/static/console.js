@@ -1,9 +1,12 @@
 // The Scheduler console: plain JavaScript, no build step, nothing loaded from elsewhere.
 // It reads through /console/api/* and changes things through the management API itself, with
-// the function key the user typed (kept in sessionStorage: this tab only).
+// the function key or token the user typed (kept in sessionStorage: this tab only), or, in Azure,
+// as whoever signed in through the platform (its session cookie goes with every request).
 "use strict";
 
 const KEY_ITEM = "scheduler-console-key";
+const TOKEN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const PLATFORM = "platform"; // signed in through the platform's sign-in: no key, no token
 const API_VERSION = "2016-03-01";
 const REFRESH_EVERY_MS = 10000;
 const FOLLOW_EVERY_MS = 700; // while an action's effect is awaited (a run now's history entry)
@@ -15,6 +18,7 @@ const HISTORY_STATUSES = ["Completed", "Failed", "Postponed"];
 
 const console_ = {
   key: sessionStorage.getItem(KEY_ITEM),
+  me: null, // who is signed in, and their role (/console/api/me)
   historyStatus: "",
   rendering: false,
   follow: null, // {until, done(data) -> text|null}: refresh often until `done` says so
@@ -39,7 +43,11 @@ class ApiFailed extends Error {
 async function call(method, path, { query = {}, body } = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
-  const headers = { "x-functions-key": console_.key || "" };
+  // A token (three base64url parts) goes as a bearer token; anything else is the function key.
+  // Signed in through the platform, there is neither: its cookie says who is calling.
+  const headers = {};
+  if (console_.key && TOKEN.test(console_.key)) headers.Authorization = `Bearer ${console_.key}`;
+  else if (console_.key && console_.key !== PLATFORM) headers["x-functions-key"] = console_.key;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(url, {
     method,
@@ -290,20 +298,21 @@ function jobActions(job) {
         },
       };
       return `${job.name} was started; its result appears here when it has run.`;
-    }, { "aria-label": `Run now: ${job.name}` }),
-    h("a", { class: "button", href: `#/${jobPath(job.id)}/edit`, "aria-label": `Edit ${job.name}` }, "Edit"),
+    }, { "aria-label": `Run now: ${job.name}`, "data-needs": "operator" }),
+    h("a", { class: "button", href: `#/${jobPath(job.id)}/edit`, "aria-label": `Edit ${job.name}`,
+      "data-needs": "contributor" }, "Edit"),
     actionButton(enabled ? "Disable" : "Enable", `state:${job.id}`, async () => {
       const state = enabled ? "Disabled" : "Enabled";
       await arm("PATCH", job.id, "", { body: { properties: { state } } });
       return `${job.name} is ${state.toLowerCase()}.`;
-    }, { "aria-label": `${enabled ? "Disable" : "Enable"} ${job.name}` }),
+    }, { "aria-label": `${enabled ? "Disable" : "Enable"} ${job.name}`, "data-needs": "operator" }),
     actionButton("Delete", `delete:${job.id}`, async () => {
       if (!(await confirmDelete(`job ${job.name}`))) return null;
       await arm("DELETE", job.id);
       if (!location.hash.includes("/jobs/")) return `${job.name} was deleted.`;
       navigate(`#/${collectionPath(job.id)}`, `${job.name} was deleted.`);
       return null;
-    }, { class: "danger", "aria-label": `Delete ${job.name}` }));
+    }, { class: "danger", "aria-label": `Delete ${job.name}`, "data-needs": "contributor" }));
 }
 
 function collectionActions(collection) {
@@ -312,9 +321,10 @@ function collectionActions(collection) {
     actionButton(enabled ? "Disable" : "Enable", `collection:${collection.id}`, async () => {
       await arm("POST", collection.id, enabled ? "/disable" : "/enable");
       return `Collection ${collection.name} and its jobs are ${enabled ? "disabled" : "enabled"}.`;
-    }, { "aria-label": `${enabled ? "Disable" : "Enable"} collection ${collection.name}` }),
+    }, { "aria-label": `${enabled ? "Disable" : "Enable"} collection ${collection.name}`,
+      "data-needs": "operator" }),
     h("a", { class: "button", href: `#/${collectionPath(collection.id)}/edit`,
-      "aria-label": `Edit collection ${collection.name}` }, "Edit"));
+      "aria-label": `Edit collection ${collection.name}`, "data-needs": "contributor" }, "Edit"));
 }
 
 // --- the views -------------------------------------------------------------------------
@@ -345,8 +355,9 @@ async function overview() {
     content: [
       h("div", { class: "heading" }, h("h1", {}, "Job collections"),
         h("div", { class: "actions" },
-          h("a", { class: "button", href: "#/import" }, "Import template"),
-          h("a", { class: "button primary", href: "#/new-collection" }, "New collection"))),
+          h("a", { class: "button", href: "#/import", "data-needs": "contributor" }, "Import template"),
+          h("a", { class: "button primary", href: "#/new-collection", "data-needs": "contributor" },
+            "New collection"))),
       attentionSummary(attention),
       table(["Collection", "Resource group", "Subscription", "Location", "Plan", "State",
         "Jobs by state", "Jobs in trouble", "Actions"],
@@ -377,7 +388,10 @@ async function collectionView(subscription, group, name) {
     seen: Object.fromEntries(jobs.map((job) => [job.id, job])),
     content: [
       h("div", { class: "heading" }, h("h1", {}, `Collection ${collection.name}`),
-        h("a", { class: "button primary", href: `#/collections/${path}/new-job` }, "New job")),
+        h("div", { class: "actions" },
+          h("a", { class: "button", href: `#/activity/${encoded(subscription)}` }, "Activity log"),
+          h("a", { class: "button primary", href: `#/collections/${path}/new-job`, "data-needs": "contributor" },
+            "New job"))),
       h("dl", { class: "facts" },
         h("dt", {}, "State"), h("dd", {}, badge(collection.state), " ", collectionActions(collection)),
         h("dt", {}, "Plan"), h("dd", {}, collection.sku),
@@ -452,7 +466,8 @@ async function jobView(subscription, group, name, jobName) {
   const job = await consoleApi(`collections/${encoded(subscription, group, name, "jobs", jobName)}`);
   const query = { $top: String(HISTORY_SHOWN) };
   if (console_.historyStatus) query.$filter = `status eq ${console_.historyStatus}`;
-  const { value: history } = await arm("GET", job.id, "/history", { query });
+  const [{ value: history }, activity] = await Promise.all([
+    arm("GET", job.id, "/history", { query }), activityOf(subscription, job.id)]);
   const zone = job.timeZone;
   const filter = h("select", {
     id: "history-status",
@@ -494,6 +509,8 @@ async function jobView(subscription, group, name, jobName) {
       rows.length ? h("p", { class: "explain" },
         "Retry is 0 for an occurrence's first try; Occurrence is its number in the series " +
         "(0 for a run now).") : null,
+      h("h2", {}, "Activity"),
+      activityTable(activity, "No changes recorded in the last 7 days.", "Changes to this job, newest first"),
       h("h2", {}, "Definition"),
       h("p", { class: "empty" }, "Secrets (passwords, keys, tokens, certificates) are never shown."),
       h("pre", { class: "definition", tabindex: "0", "aria-label": "Definition" },
@@ -531,6 +548,7 @@ function route() {
     return { form: () => importForm(parts.length === 3 ? [subscription, group] : null) };
   }
   if (first === "attention" && parts.length === 1) return { view: attentionView };
+  if (first === "activity" && parts.length === 2) return { view: () => activityView(subscription) };
   if (first !== "collections" || parts.length < 4) return { view: overview };
   const collection = `#/collections/${encoded(subscription, group, name)}`;
   const missingCollection = () => notFound(`The job collection '${name}'`, ...overviewBack);
@@ -554,6 +572,13 @@ function route() {
 
 async function refresh({ moveFocus = false } = {}) {
   if (!console_.key) return showSignIn("");
+  if (!console_.me) {
+    try {
+      await whoAmI();
+    } catch (failure) {
+      return handleFailure(failure);
+    }
+  }
   if (console_.rendering) {
     // One at a time; a page opened meanwhile is drawn when this one is done, not dropped.
     console_.again = { moveFocus: moveFocus || (console_.again && console_.again.moveFocus) };
@@ -618,7 +643,7 @@ function followUp(seen) {
 
 function handleFailure(failure) {
   if (failure instanceof KeyRefused) {
-    signOut("The function key was refused (401). Check it and sign in again.");
+    signOut("The key or token was refused (401): it may have expired. Sign in again.");
     return;
   }
   const text = failure instanceof ApiFailed ? failure.message
@@ -640,16 +665,29 @@ function showSignIn(error) {
   document.getElementById("key").focus();
 }
 
+// Who is signed in, and what they may do: the page hides what their role cannot (the API
+// refuses it anyway). `data-role` on the body says which role's buttons show.
+async function whoAmI() {
+  console_.me = await consoleApi("me");
+  document.body.dataset.role = console_.me.role || "none";
+  const who = document.getElementById("who");
+  who.textContent = `${console_.me.name} · ${console_.me.roleName}`;
+  who.hidden = false;
+}
+
 async function signIn(event) {
   event.preventDefault();
   console_.key = document.getElementById("key").value.trim();
   try {
-    await consoleApi("collections"); // proves the key before it is kept
+    await whoAmI(); // proves the key or token before it is kept
   } catch (failure) {
     console_.key = null;
+    console_.me = null;
     const text = failure instanceof KeyRefused
-      ? "The function key was refused (401). Check it and try again."
-      : `Could not sign in: ${failure.message}`;
+      ? "The key or token was refused (401). Check it and try again."
+      : failure instanceof ApiFailed && failure.status === 403
+        ? "You are signed in, but have no role in this service: ask its administrator for one."
+        : `Could not sign in: ${failure.message}`;
     document.getElementById("sign-in-error").textContent = text;
     return;
   }
@@ -659,6 +697,9 @@ async function signIn(event) {
 
 function signOut(error = "") {
   console_.key = null;
+  console_.me = null;
+  delete document.body.dataset.role;
+  document.getElementById("who").hidden = true;
   sessionStorage.removeItem(KEY_ITEM);
   showSignIn(error);
 }
@@ -676,4 +717,19 @@ document.addEventListener("DOMContentLoaded", () => {
     if (console_.key && !busy) refresh();
   }, REFRESH_EVERY_MS);
   refresh();
+  startSession();
 });
+
+// Signed in through the platform (in Azure, with App Service Authentication), the session
+// cookie already says who is calling: the sign-in form, shown meanwhile, gives way.
+async function startSession() {
+  if (console_.key) return;
+  try {
+    await consoleApi("me"); // without a key or token: only the platform's session passes
+  } catch {
+    return; // none: the sign-in form stays
+  }
+  if (console_.key) return; // signed in meanwhile
+  console_.key = PLATFORM;
+  await refresh({ moveFocus: true });
+}

@@ -37,7 +37,8 @@ async function exportTemplate(resourceId, suffix, fileName) {
 
 function templateButtons(collection) {
   const subscription = collection.subscription;
-  return h("div", { class: "actions" },
+  // Export writes secrets as parameters and import changes things: a contributor's.
+  return h("div", { class: "actions", "data-needs": "contributor" },
     actionButton("Export template", `export:${collection.id}`, () =>
       exportTemplate(collection.id, "/exportTemplate", `${collection.name}.json`),
     { "aria-label": `Export template of collection ${collection.name}` }),
