@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from shared.domain.schedule.days import DayOfWeek
 from shared.domain.schedule.recurrence import (
-    DayOfWeek,
     Frequency,
     MonthlyOccurrence,
     Recurrence,
