@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -53,7 +54,7 @@ class HolidayCalendar(WireModel):
         if subdivisions is None:
             raise PydanticCustomError(
                 "holiday_country",
-                "{country!r} is not a country with known public holidays; use an ISO 3166-1 "
+                "'{country}' is not a country with known public holidays; use an ISO 3166-1 "
                 "code such as DE, GB or US",
                 {"country": self.country},
             )
@@ -62,7 +63,7 @@ class HolidayCalendar(WireModel):
         }:
             raise PydanticCustomError(
                 "holiday_subdivision",
-                "{subdivision!r} is not a subdivision of {country} with known public holidays; "
+                "'{subdivision}' is not a subdivision of {country} with known public holidays; "
                 "known ones: {known}",
                 {
                     "subdivision": self.subdivision,
@@ -83,10 +84,23 @@ class HolidayCalendar(WireModel):
 
 
 class DateRange(WireModel):
-    """Every day from `from` to `to`, both included."""
+    """Every day from `from` to `to`, both included; a single date is the range of one day."""
 
     from_: date = Field(alias="from")
     to: date
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_date(cls, value: object) -> object:
+        if isinstance(value, str):
+            return {"from": value, "to": value}
+        if not isinstance(value, dict):
+            raise PydanticCustomError(
+                "excluded_date",
+                'must be a date ("2026-12-24") or a range ({"from": "2026-12-24", "to": '
+                '"2027-01-01"})',
+            )
+        return value
 
     @model_validator(mode="after")
     def _in_order(self) -> DateRange:
@@ -102,9 +116,7 @@ class DateRange(WireModel):
 
 class Exclusions(WireModel):
     holidays: tuple[HolidayCalendar, ...] | None = None
-    dates: Annotated[tuple[date | DateRange, ...], Field(max_length=MAX_EXCLUDED_DATES)] | None = (
-        None
-    )
+    dates: Annotated[tuple[DateRange, ...], Field(max_length=MAX_EXCLUDED_DATES)] | None = None
     weekdays: Annotated[tuple[DayOfWeek, ...], Field(max_length=6)] | None = None
     """Days that are never business days; absent means Saturday and Sunday when occurrences
     move, and none when they are skipped. An empty list means every weekday is a business day."""
@@ -159,12 +171,8 @@ class BusinessCalendar:
             weekdays_off = frozenset()
         else:
             weekdays_off = WEEKEND
-        single = frozenset(value for value in exclusions.dates or () if isinstance(value, date))
-        spans = [
-            (value.from_, value.to)
-            for value in exclusions.dates or ()
-            if isinstance(value, DateRange)
-        ]
+        spans = [(span.from_, span.to) for span in exclusions.dates or () if span.from_ != span.to]
+        single = frozenset(span.from_ for span in exclusions.dates or () if span.from_ == span.to)
         return cls(
             holidays=tuple(dict.fromkeys(calendar.key for calendar in exclusions.holidays or ())),
             single_dates=single,
@@ -222,3 +230,25 @@ def _merged(spans: Iterable[tuple[date, date]]) -> tuple[tuple[date, date], ...]
         else:
             merged.append((start, end))
     return tuple(merged)
+
+
+def place_name(country: str, subdivision: str | None = None) -> str:
+    """A holiday calendar's place in words, "Bayern, Germany", from the library's own names
+    (subdivisions in their local spelling); the codes where it has none."""
+    import holidays  # noqa: PLC0415 (as above)
+
+    try:
+        entity = type(holidays.country_holidays(country, subdiv=subdivision))
+    except NotImplementedError:
+        return f"{country}-{subdivision}" if subdivision else country
+    # The class a code names is an alias of the one named after the country ("DE" of Germany).
+    named = next((kind for kind in entity.__mro__ if len(kind.__name__) > 3), entity)
+    country_words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", named.__name__)
+    if subdivision is None:
+        return country_words
+    aliases = getattr(entity, "subdivisions_aliases", {})
+    local = next(
+        (name for name, code in aliases.items() if code == subdivision and len(name) > 3),
+        subdivision,
+    )
+    return f"{local}, {country_words}"
