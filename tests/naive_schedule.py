@@ -165,3 +165,61 @@ def naive_instant(wall: datetime, zone: tzinfo) -> datetime:
     while (probe - timedelta(seconds=1)).astimezone(zone).replace(tzinfo=None) >= wall:
         probe -= timedelta(seconds=1)
     return probe
+
+
+class NaiveCalendar:
+    """docs/behaviour.md#calendar-exclusions read literally: every day checked on its own, and
+    business days found by stepping one day at a time."""
+
+    def __init__(self, recurrence: Recurrence) -> None:
+        import holidays
+
+        exclusions = recurrence.exclusions
+        self.mode = (recurrence.on_excluded or "Skip").value if recurrence.on_excluded else "Skip"
+        self.places = [
+            holidays.country_holidays(c.country.upper(), subdiv=c.subdivision)
+            for c in (exclusions.holidays or () if exclusions else ())
+        ]
+        self.spans = [(s.from_, s.to) for s in (exclusions.dates or () if exclusions else ())]
+        if exclusions is not None and exclusions.weekdays is not None:
+            self.off = {day.weekday for day in exclusions.weekdays}
+        else:
+            self.off = set() if self.mode == "Skip" else {5, 6}
+
+    def excludes(self, day: date) -> bool:
+        return (
+            day.weekday() in self.off
+            or any(start <= day <= end for start, end in self.spans)
+            or any(day in place for place in self.places)
+        )
+
+    def landing_day(self, day: date) -> date | None:
+        if not self.excludes(day):
+            return day
+        if self.mode == "Skip":
+            return None
+        step = DAY if self.mode == "NextBusinessDay" else -DAY
+        day += step
+        while self.excludes(day):
+            day += step
+        return day
+
+
+def naive_series_with_calendar(job: NaiveJob, until: datetime) -> list[datetime]:
+    """Every run of `job` up to `until` with its calendar applied: each scheduled occurrence
+    kept, dropped or moved on its own, then the landed instants as a sorted set."""
+    assert job.recurrence is not None
+    calendar = NaiveCalendar(job.recurrence)
+    floor = max(job.start_time or job.created_at, job.created_at)
+    landed: set[datetime] = set()
+    scheduled = job.first(until)
+    while scheduled is not None and scheduled <= until:
+        wall = scheduled.astimezone(job.zone).replace(tzinfo=None)
+        day = calendar.landing_day(wall.date())
+        if day is not None:
+            moved = naive_instant(datetime.combine(day, wall.time()), job.zone)
+            end = job.recurrence.ends_at
+            if moved >= floor and (end is None or moved <= end):
+                landed.add(moved)
+        scheduled = job.next_after(scheduled, until)
+    return sorted(landed)

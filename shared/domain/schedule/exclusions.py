@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from shared.domain.schedule.days import DayOfWeek
@@ -101,6 +107,11 @@ class DateRange(WireModel):
                 '"2027-01-01"})',
             )
         return value
+
+    @model_serializer(mode="wrap")
+    def _one_day_as_a_date(self, to_json: SerializerFunctionWrapHandler) -> object:
+        # A date sent alone is echoed alone: a client reads back what it wrote.
+        return self.from_.isoformat() if self.from_ == self.to else to_json(self)
 
     @model_validator(mode="after")
     def _in_order(self) -> DateRange:
