@@ -38,7 +38,11 @@ class NaiveJob:
 
     def first(self, horizon: datetime) -> datetime | None:
         if self.recurrence is None:
-            return self.created_at if self.start_time is None else max(self.start_time, self.created_at)
+            return (
+                self.created_at
+                if self.start_time is None
+                else max(self.start_time, self.created_at)
+            )
         if self.start_time is None:
             end = self.recurrence.end_time
             return self.created_at if end is None or self.created_at <= end else None
@@ -56,7 +60,9 @@ class NaiveJob:
         assert self.recurrence is not None
         # Walk from a little before `instant`'s wall time: around a clock change, a wall time
         # earlier than `instant`'s can name a later instant.
-        wall = instant.astimezone(self.zone).replace(tzinfo=None, second=0, microsecond=0) - 3 * HOUR
+        wall = (
+            instant.astimezone(self.zone).replace(tzinfo=None, second=0, microsecond=0) - 3 * HOUR
+        )
         end_wall = horizon.astimezone(self.zone).replace(tzinfo=None)
         while wall <= end_wall:
             if not self._day_matches(wall.date()):
@@ -91,10 +97,17 @@ class NaiveJob:
         if frequency is Frequency.DAY and (day - anchor.date()).days % recurrence.interval:
             return False
         if frequency is Frequency.WEEK:
-            weeks = ((day - timedelta(days=day.weekday())) - (anchor.date() - timedelta(days=anchor.weekday()))).days // 7
+            weeks = (
+                (day - timedelta(days=day.weekday()))
+                - (anchor.date() - timedelta(days=anchor.weekday()))
+            ).days // 7
             if weeks % recurrence.interval:
                 return False
-            wanted = {d.weekday for d in schedule.week_days} if schedule and schedule.week_days else {anchor.weekday()}
+            wanted = (
+                {d.weekday for d in schedule.week_days}
+                if schedule and schedule.week_days
+                else {anchor.weekday()}
+            )
             return day.weekday() in wanted
         if frequency is Frequency.MONTH:
             months = (day.year - anchor.year) * 12 + day.month - anchor.month
@@ -121,7 +134,8 @@ class NaiveJob:
             nth_from_start = (day.day - 1) // 7 + 1
             nth_from_end = -((length - day.day) // 7 + 1)
             return any(
-                w.day.weekday == day.weekday() and w.occurrence in (None, nth_from_start, nth_from_end)
+                w.day.weekday == day.weekday()
+                and w.occurrence in (None, nth_from_start, nth_from_end)
                 for w in weekdays
             )
         return True

@@ -109,7 +109,11 @@ def test_hand_picked_exclusions_are_covered_by_the_strategy() -> None:
     parsed = Recurrence.model_validate(
         {
             "frequency": "Day",
-            "exclusions": {"holidays": [PLACES[0]], "dates": ["2026-12-24"], "weekdays": ["sunday"]},
+            "exclusions": {
+                "holidays": [PLACES[0]],
+                "dates": ["2026-12-24"],
+                "weekdays": ["sunday"],
+            },
             "onExcluded": "NextBusinessDay",
         }
     )
