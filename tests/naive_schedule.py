@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+import holidays
+
 from shared.domain.schedule.recurrence import Frequency, Recurrence
 
 DAY = timedelta(days=1)
@@ -186,8 +188,6 @@ class NaiveCalendar:
     business days found by stepping one day at a time."""
 
     def __init__(self, recurrence: Recurrence) -> None:
-        import holidays
-
         exclusions = recurrence.exclusions
         self.mode = (recurrence.on_excluded or "Skip").value if recurrence.on_excluded else "Skip"
         self.places = [
