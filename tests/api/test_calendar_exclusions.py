@@ -9,6 +9,7 @@ from datetime import UTC, datetime, time, timedelta
 import httpx
 
 from tests.api.test_jobs import collection, collection_path, http_job, job_path, put_job, unique
+from tests.api.test_templates import import_into, new_group, provider
 
 __all__ = ["collection"]  # the fixture, used by name
 
@@ -60,3 +61,38 @@ def test_a_bad_calendar_is_a_400_naming_the_field(api: httpx.Client, collection:
         "properties.recurrence.onExcluded",
     }
     assert api.get(f"{collection_path(collection)}/jobs").json()["value"] == []
+
+
+def test_a_calendar_survives_template_export_and_import(api: httpx.Client) -> None:
+    source, copy = new_group(), new_group()
+    collection = f"{provider(source)}/jobCollections/calendars"
+    assert (
+        api.put(
+            collection,
+            json={"location": "West Europe", "properties": {"sku": {"name": "Standard"}}},
+        ).status_code
+        == 201
+    )
+    recurrence = {
+        "frequency": "Month",
+        "schedule": {"monthDays": [-1], "hours": [18], "minutes": [0]},
+        "timeZone": "America/New_York",
+        "exclusions": {
+            "holidays": [{"country": "US", "subdivision": "NY"}],
+            "dates": ["2027-03-31"],
+        },
+        "onExcluded": "PreviousBusinessDay",
+    }
+    assert (
+        api.put(f"{collection}/jobs/month-end", json=http_job(recurrence=recurrence)).status_code
+        == 201
+    )
+    exported = api.post(f"{provider(source)}/exportTemplate")
+    assert exported.status_code == 200, exported.text
+    assert import_into(api, copy, template=exported.json()["template"]).status_code == 200
+    before = api.get(f"{collection}/jobs/month-end").json()["properties"]
+    after = api.get(f"{provider(copy)}/jobCollections/calendars/jobs/month-end").json()[
+        "properties"
+    ]
+    assert after["recurrence"] == before["recurrence"]
+    assert after["recurrence"]["exclusions"] == recurrence["exclusions"]
