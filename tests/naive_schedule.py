@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+import holidays
+
 from shared.domain.schedule.recurrence import Frequency, Recurrence
 
 DAY = timedelta(days=1)
@@ -38,7 +40,11 @@ class NaiveJob:
 
     def first(self, horizon: datetime) -> datetime | None:
         if self.recurrence is None:
-            return self.created_at if self.start_time is None else max(self.start_time, self.created_at)
+            return (
+                self.created_at
+                if self.start_time is None
+                else max(self.start_time, self.created_at)
+            )
         if self.start_time is None:
             end = self.recurrence.end_time
             return self.created_at if end is None or self.created_at <= end else None
@@ -56,7 +62,9 @@ class NaiveJob:
         assert self.recurrence is not None
         # Walk from a little before `instant`'s wall time: around a clock change, a wall time
         # earlier than `instant`'s can name a later instant.
-        wall = instant.astimezone(self.zone).replace(tzinfo=None, second=0, microsecond=0) - 3 * HOUR
+        wall = (
+            instant.astimezone(self.zone).replace(tzinfo=None, second=0, microsecond=0) - 3 * HOUR
+        )
         end_wall = horizon.astimezone(self.zone).replace(tzinfo=None)
         while wall <= end_wall:
             if not self._day_matches(wall.date()):
@@ -91,10 +99,17 @@ class NaiveJob:
         if frequency is Frequency.DAY and (day - anchor.date()).days % recurrence.interval:
             return False
         if frequency is Frequency.WEEK:
-            weeks = ((day - timedelta(days=day.weekday())) - (anchor.date() - timedelta(days=anchor.weekday()))).days // 7
+            weeks = (
+                (day - timedelta(days=day.weekday()))
+                - (anchor.date() - timedelta(days=anchor.weekday()))
+            ).days // 7
             if weeks % recurrence.interval:
                 return False
-            wanted = {d.weekday for d in schedule.week_days} if schedule and schedule.week_days else {anchor.weekday()}
+            wanted = (
+                {d.weekday for d in schedule.week_days}
+                if schedule and schedule.week_days
+                else {anchor.weekday()}
+            )
             return day.weekday() in wanted
         if frequency is Frequency.MONTH:
             months = (day.year - anchor.year) * 12 + day.month - anchor.month
@@ -121,7 +136,8 @@ class NaiveJob:
             nth_from_start = (day.day - 1) // 7 + 1
             nth_from_end = -((length - day.day) // 7 + 1)
             return any(
-                w.day.weekday == day.weekday() and w.occurrence in (None, nth_from_start, nth_from_end)
+                w.day.weekday == day.weekday()
+                and w.occurrence in (None, nth_from_start, nth_from_end)
                 for w in weekdays
             )
         return True
@@ -165,3 +181,59 @@ def naive_instant(wall: datetime, zone: tzinfo) -> datetime:
     while (probe - timedelta(seconds=1)).astimezone(zone).replace(tzinfo=None) >= wall:
         probe -= timedelta(seconds=1)
     return probe
+
+
+class NaiveCalendar:
+    """docs/behaviour.md#calendar-exclusions read literally: every day checked on its own, and
+    business days found by stepping one day at a time."""
+
+    def __init__(self, recurrence: Recurrence) -> None:
+        exclusions = recurrence.exclusions
+        self.mode = (recurrence.on_excluded or "Skip").value if recurrence.on_excluded else "Skip"
+        self.places = [
+            holidays.country_holidays(c.country.upper(), subdiv=c.subdivision)
+            for c in (exclusions.holidays or () if exclusions else ())
+        ]
+        self.spans = [(s.from_, s.to) for s in (exclusions.dates or () if exclusions else ())]
+        if exclusions is not None and exclusions.weekdays is not None:
+            self.off = {day.weekday for day in exclusions.weekdays}
+        else:
+            self.off = set() if self.mode == "Skip" else {5, 6}
+
+    def excludes(self, day: date) -> bool:
+        return (
+            day.weekday() in self.off
+            or any(start <= day <= end for start, end in self.spans)
+            or any(day in place for place in self.places)
+        )
+
+    def landing_day(self, day: date) -> date | None:
+        if not self.excludes(day):
+            return day
+        if self.mode == "Skip":
+            return None
+        step = DAY if self.mode == "NextBusinessDay" else -DAY
+        day += step
+        while self.excludes(day):
+            day += step
+        return day
+
+
+def naive_series_with_calendar(job: NaiveJob, until: datetime) -> list[datetime]:
+    """Every run of `job` up to `until` with its calendar applied: each scheduled occurrence
+    kept, dropped or moved on its own, then the landed instants as a sorted set."""
+    assert job.recurrence is not None
+    calendar = NaiveCalendar(job.recurrence)
+    floor = max(job.start_time or job.created_at, job.created_at)
+    landed: set[datetime] = set()
+    scheduled = job.first(until)
+    while scheduled is not None and scheduled <= until:
+        wall = scheduled.astimezone(job.zone).replace(tzinfo=None)
+        day = calendar.landing_day(wall.date())
+        if day is not None:
+            moved = naive_instant(datetime.combine(day, wall.time()), job.zone)
+            end = job.recurrence.ends_at
+            if moved >= floor and (end is None or moved <= end):
+                landed.add(moved)
+        scheduled = job.next_after(scheduled, until)
+    return sorted(landed)

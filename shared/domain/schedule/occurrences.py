@@ -24,6 +24,8 @@ from typing import Literal, TypedDict
 
 from dateutil import rrule as rr
 
+from shared.domain.schedule.excluded_days import CalendarView, ExcludedOccurrence
+from shared.domain.schedule.exclusions import BusinessCalendar, OnExcluded
 from shared.domain.schedule.recurrence import Frequency, Recurrence
 from shared.domain.schedule.timezones import instant_at, wall_time, zone_named
 
@@ -78,8 +80,22 @@ class Occurrences:
         return self._grid is not None and self._grid.is_empty
 
     @functools.cached_property
+    def _calendar(self) -> BusinessCalendar | None:
+        recurrence = self.recurrence
+        if recurrence is None or (recurrence.exclusions is None and recurrence.on_excluded is None):
+            return None
+        return BusinessCalendar.of(recurrence.exclusions, recurrence.on_excluded)
+
+    @functools.cached_property
     def first(self) -> datetime | None:
         """The first occurrence (docs/behaviour.md#starttime); None if there is none."""
+        if self._calendar is None or self._grid_first is None:
+            return self._grid_first
+        return self._not_excluded(self._grid_first, inclusive=True)
+
+    @functools.cached_property
+    def _grid_first(self) -> datetime | None:
+        """The first occurrence the schedule alone selects, before any calendar exclusion."""
         if self._grid is None:
             return (
                 self.created_at
@@ -98,6 +114,8 @@ class Occurrences:
 
     def next_after(self, instant: datetime) -> datetime | None:
         """The first occurrence strictly after `instant`, whatever count says; None when none."""
+        if self._calendar is not None:
+            return self._not_excluded(instant, inclusive=False)
         first = self.first
         if first is None or first > instant:
             return first
@@ -144,6 +162,38 @@ class Occurrences:
         found = Occurrences(anchor, unbounded, anchor).upcoming(sample)
         gaps = [later - earlier for earlier, later in itertools.pairwise(found)]
         return min(gaps, default=None)
+
+    def excluded_between(self, start: datetime, end: datetime) -> list[ExcludedOccurrence]:
+        """The occurrences the schedule alone selects in [start, end) that land on an excluded
+        day, each with where it went: skipped (None) or the instant it was moved to."""
+        view = self._calendar_view
+        return [] if view is None else view.excluded_between(start, end)
+
+    @functools.cached_property
+    def _calendar_view(self) -> CalendarView | None:
+        if self._calendar is None or self._grid is None or self.recurrence is None:
+            return None
+        return CalendarView(
+            calendar=self._calendar,
+            on_excluded=self.recurrence.on_excluded or OnExcluded.SKIP,
+            zone=self._grid.zone,
+            floor=max(self.start_time or self.created_at, self.created_at),
+            end=self.recurrence.ends_at,
+            scheduled_at_or_after=self._grid_at_or_after,
+            scheduled_after=lambda instant: self._grid_at_or_after(instant, inclusive=False),
+        )
+
+    def _not_excluded(self, instant: datetime, *, inclusive: bool) -> datetime | None:
+        view = self._calendar_view
+        return None if view is None else view.search(instant, inclusive=inclusive)
+
+    def _grid_at_or_after(self, instant: datetime, *, inclusive: bool = True) -> datetime | None:
+        """The first occurrence the schedule alone selects at `instant` (if inclusive) or after."""
+        first = self._grid_first
+        if first is None or first > instant or (inclusive and first == instant):
+            return first
+        assert self._grid is not None
+        return self._grid.search(instant, inclusive=inclusive)
 
     def _no_later_than_end(self, instant: datetime) -> datetime | None:
         end = self.recurrence.ends_at if self.recurrence else None

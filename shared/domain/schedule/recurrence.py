@@ -17,6 +17,8 @@ from pydantic import Field, Strict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from shared.domain.problems import FieldError, InvalidRequest, field_errors, field_path
+from shared.domain.schedule.days import DayOfWeek
+from shared.domain.schedule.exclusions import Exclusions, OnExcluded
 from shared.domain.schedule.timezones import UnknownTimeZone, zone_named
 from shared.domain.wire import SentInstant, WireEnum, WireModel, parse_iso
 
@@ -29,25 +31,6 @@ class Frequency(WireEnum):
     MONTH = "month"
     YEAR = "year"
 
-
-class DayOfWeek(WireEnum):
-    """Days in ISO order, so that a member's position is Python's `weekday()`."""
-
-    MONDAY = "monday"
-    TUESDAY = "tuesday"
-    WEDNESDAY = "wednesday"
-    THURSDAY = "thursday"
-    FRIDAY = "friday"
-    SATURDAY = "saturday"
-    SUNDAY = "sunday"
-
-    @property
-    def weekday(self) -> int:
-        """The day as Python's `date.weekday()` numbers it: Monday 0, Sunday 6."""
-        return _WEEKDAY[self]
-
-
-_WEEKDAY = {day: position for position, day in enumerate(DayOfWeek)}
 
 MAX_INTERVAL = {
     Frequency.MINUTE: 1000,
@@ -101,6 +84,10 @@ class Recurrence(WireModel):
     end_time: SentInstant | None = None
     time_zone: str | None = None
     """Our extension: the zone whose wall clock the schedule follows (UTC when absent)."""
+    exclusions: Exclusions | None = None
+    """Our extension: days the job does not run on (docs/behaviour.md#calendar-exclusions)."""
+    on_excluded: OnExcluded | None = None
+    """Our extension: skip an occurrence on an excluded day (the default), or move it."""
 
     @property
     def ends_at(self) -> datetime | None:

@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from shared.domain.schedule.days import DayOfWeek
+from shared.domain.schedule.exclusion_words import describe_exclusions
 from shared.domain.schedule.recurrence import (
-    DayOfWeek,
     Frequency,
     MonthlyOccurrence,
     Recurrence,
@@ -141,7 +142,12 @@ def _describe_series(reading: _Reading) -> str:
         runs = _sub_day_runs(reading, frequency)
     else:
         runs = _days(reading, frequency) + _times_of_day(reading)
-    return runs + _beginning(reading, frequency) + _ending(reading.recurrence)
+    return (
+        runs
+        + describe_exclusions(reading.recurrence)
+        + _beginning(reading, frequency)
+        + _ending(reading.recurrence)
+    )
 
 
 def _equivalent_frequency(reading: _Reading) -> Frequency:
