@@ -43,6 +43,11 @@ IDENTITY_HEADER = "IDENTITY_HEADER"
 # the setting if given (a custom domain, a gateway in front), else the site's host name, which
 # the platform sets in Azure and the local host sets to its own address.
 PUBLIC_BASE_URL = "SCHEDULER_PUBLIC_BASE_URL"
+INSIGHTS_CONNECTION = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+# `ClientId=...;Authorization=AAD`: telemetry goes in as that identity (Entra ID ingestion).
+INSIGHTS_AUTHENTICATION = "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"
+TELEMETRY_EXPORTER = "SCHEDULER_TELEMETRY_EXPORTER"  # console or otlp: metrics without Azure
+TELEMETRY_EXPORTERS = ("console", "otlp")
 SITE_HOST_NAME = "WEBSITE_HOSTNAME"
 
 
@@ -88,8 +93,9 @@ EVERY_SETTING = (
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
     # The host's own page at `/` gives way to the app's, which leads to the console.
     _setting("AzureWebJobsDisableHomepage", "host", in_sample=False),
-    _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
-    _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
+    _setting(INSIGHTS_CONNECTION, "host", "app", in_sample=False),
+    _setting(INSIGHTS_AUTHENTICATION, "host", "app", in_sample=False),
+    _setting(TELEMETRY_EXPORTER, "app", in_sample=False, in_azure=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
     _setting("SCHEDULER_FUNCTION_KEY", "devhost", in_sample=False, in_azure=False),
     # Worker processes per instance: the Functions host reads it, and so does the local host.
@@ -138,6 +144,10 @@ class Settings:
     public_base_url: str = DEFAULT_PUBLIC_BASE_URL  # scheme and host (and path) of the API
     # The delivery at which the host gives a queue message up (host.json's maxDequeueCount).
     max_dequeue_count: int = DEFAULT_MAX_DEQUEUE_COUNT
+    # Where metrics and traces go (shared.telemetry): Application Insights, else a local exporter.
+    insights_connection: str | None = None
+    insights_authentication: str | None = None
+    telemetry_exporter: str | None = None
 
     @property
     def horizon(self) -> timedelta:
@@ -197,7 +207,20 @@ class Settings:
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
             public_base_url=_public_base_url(environment),
             max_dequeue_count=max_dequeue_count(),
+            insights_connection=environment.get(INSIGHTS_CONNECTION) or None,
+            insights_authentication=environment.get(INSIGHTS_AUTHENTICATION) or None,
+            telemetry_exporter=_telemetry_exporter(environment),
         )
+
+
+def _telemetry_exporter(environment: Mapping[str, str]) -> str | None:
+    exporter = (environment.get(TELEMETRY_EXPORTER) or "").strip().lower() or None
+    if exporter is not None and exporter not in TELEMETRY_EXPORTERS:
+        raise SettingError(
+            f"{TELEMETRY_EXPORTER} must be one of {', '.join(TELEMETRY_EXPORTERS)}, "
+            f"not {exporter!r}"
+        )
+    return exporter
 
 
 def max_dequeue_count(host_json: Path = HOST_JSON) -> int:
