@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +43,16 @@ from shared.logs import app_logger
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter, MeterProvider, Observation
-    from opentelemetry.trace import Tracer, TracerProvider
+    from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from shared.settings import Settings
 
 log = app_logger("scheduler.telemetry")
 INSTRUMENTATION = "scheduler"
 OUTCOMES = ("completed", "failed", "faulted", "skipped", "postponed")
+# The execution span of the delivery this thread (or task) handles: its outcome is written on it
+# from inside a child span.
+_execution: ContextVar[Span | None] = ContextVar("execution_span", default=None)
 # The libraries the distro would trace by default. Their spans carry full URLs, and a target's
 # query string may hold a secret (`?sig=`, `?code=`): none is traced, only our own spans.
 _UNTRACED_LIBRARIES = ("azure_sdk", "django", "fastapi", "flask", "httpx", "psycopg2",
@@ -125,8 +129,12 @@ class Telemetry:
                 **_attempt_attributes(delivery.job, attempt),
                 "scheduler.due": iso(delivery.pending.due),
             },
-        ):
-            yield
+        ) as span:
+            token = _execution.set(span)
+            try:
+                yield
+            finally:
+                _execution.reset(token)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -158,10 +166,10 @@ class Telemetry:
             self._instruments.target_duration.record(
                 responded, {**by_collection, "succeeded": outcome.succeeded}
             )
-        if self._tracer is not None:
-            from opentelemetry import trace
+        span = _execution.get()
+        if span is not None:
+            from opentelemetry.trace import StatusCode
 
-            span = trace.get_current_span()
             span.set_attributes(
                 {
                     **_attempt_attributes(job, attempt),
@@ -171,7 +179,7 @@ class Telemetry:
                 }
             )
             if not outcome.succeeded:
-                span.set_status(trace.StatusCode.ERROR, f"the attempt {name}")
+                span.set_status(StatusCode.ERROR, f"the attempt {name}")
 
     def postponed(self, job: JobId, occurrences: int) -> None:
         """Occurrences missed and postponed, when the latest of them runs."""
