@@ -56,6 +56,15 @@ param instanceMemoryMB int = 2048
 @description('Executor instances kept warm (billed while idle). 0: the first run after a quiet spell waits for a cold start.')
 param alwaysReadyInstances int = 0
 
+@description('Alerts on failed executions, poison messages, a silent timer and lateness (docs/deployment.md#metrics-and-alerts).')
+param alertsEnabled bool = true
+
+@description('The e-mail address the alerts go to; empty: they show in the Azure portal only.')
+param alertEmailAddress string = ''
+
+@description('The lateness alert fires when the 95th percentile over 15 minutes exceeds this many milliseconds.')
+param latenessP95ThresholdMs int = 10000
+
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 var appName = !empty(functionAppName) ? functionAppName : 'func-scheduler-${resourceToken}'
@@ -95,6 +104,9 @@ module monitoring 'app/monitoring.bicep' = {
     applicationInsightsName: !empty(applicationInsightsName) ? applicationInsightsName : 'appi-scheduler-${resourceToken}'
     location: location
     tags: tags
+    alertsEnabled: alertsEnabled
+    alertEmailAddress: alertEmailAddress
+    latenessP95ThresholdMs: latenessP95ThresholdMs
   }
 }
 

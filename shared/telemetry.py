@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 log = app_logger("scheduler.telemetry")
 INSTRUMENTATION = "scheduler"
+EXECUTION_SPAN = "execution"  # the alert on lateness finds the executions' spans by this name
 OUTCOMES = ("completed", "failed", "faulted", "skipped", "postponed")
 # The execution span of the delivery this thread (or task) handles: its outcome is written on it
 # from inside a child span.
@@ -122,7 +123,7 @@ class Telemetry:
 
         attempt = delivery.pending.attempt
         with self._tracer.start_as_current_span(
-            "execution",
+            EXECUTION_SPAN,
             kind=SpanKind.CONSUMER,
             attributes={
                 **_job_attributes(delivery.job),
