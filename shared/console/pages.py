@@ -36,6 +36,7 @@ CONTENT_TYPES = {
     "forms.js": "text/javascript",
     "templates.js": "text/javascript",
     "attention.js": "text/javascript",
+    "charts.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
