@@ -47,7 +47,8 @@ INSIGHTS_CONNECTION = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 # `ClientId=...;Authorization=AAD`: telemetry goes in as that identity (Entra ID ingestion).
 INSIGHTS_AUTHENTICATION = "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"
 TELEMETRY_EXPORTER = "SCHEDULER_TELEMETRY_EXPORTER"  # console or otlp: metrics without Azure
-TELEMETRY_EXPORTERS = ("console", "otlp")
+# `memory`: recorded and kept in memory, never sent (what the benchmarks measure the cost of).
+TELEMETRY_EXPORTERS = ("console", "otlp", "memory")
 SITE_HOST_NAME = "WEBSITE_HOSTNAME"
 
 

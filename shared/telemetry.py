@@ -308,13 +308,26 @@ def _entra_client_id(authentication: str | None) -> str | None:
 
 
 def _local(exporter: str) -> Telemetry:
-    """Metrics and spans printed (`console`) or sent to an OTLP collector (`otlp`: where the
-    standard OTEL_EXPORTER_OTLP_ENDPOINT says, by default http://localhost:4318)."""
+    """Metrics and spans printed (`console`), sent to an OTLP collector (`otlp`: where the
+    standard OTEL_EXPORTER_OTLP_ENDPOINT says, by default http://localhost:4318), or recorded
+    and dropped (`memory`: the cost of recording, for benchmarks)."""
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.export import (
+        InMemoryMetricReader,
+        MetricExporter,
+        PeriodicExportingMetricReader,
+    )
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+    class Dropped(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    if exporter == "memory":
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
+        return Telemetry(MeterProvider([InMemoryMetricReader()]), tracer_provider)
     metric_exporter: MetricExporter
     span_exporter: SpanExporter
     if exporter == "otlp":

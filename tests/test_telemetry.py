@@ -187,7 +187,7 @@ def test_without_a_destination_telemetry_is_off_and_records_nothing() -> None:
 
 
 def test_an_unknown_local_exporter_is_refused_with_the_settings_name() -> None:
-    with pytest.raises(SettingError, match="SCHEDULER_TELEMETRY_EXPORTER must be one of console, otlp"):
+    with pytest.raises(SettingError, match="SCHEDULER_TELEMETRY_EXPORTER must be one of console, otlp, memory"):
         Settings.from_environment({"SCHEDULER_TELEMETRY_EXPORTER": "prometheus"})
 
 
@@ -198,3 +198,14 @@ def test_an_unknown_local_exporter_is_refused_with_the_settings_name() -> None:
 )
 def test_entra_ingestion_follows_the_authentication_string(authentication: str | None, client_id: str | None) -> None:
     assert _entra_client_id(authentication) == client_id
+
+
+@pytest.mark.parametrize("exporter", ["memory", "console"])
+def test_a_local_exporter_turns_telemetry_on_without_azure(exporter: str) -> None:
+    settings = Settings.from_environment({"SCHEDULER_TELEMETRY_EXPORTER": exporter})
+    try:
+        configured = telemetry.configure(settings)
+        assert configured is telemetry.current() and configured.on
+        configured.ticked(1)
+    finally:
+        telemetry.install(OFF)
