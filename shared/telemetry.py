@@ -269,11 +269,20 @@ def install(telemetry: Telemetry) -> Telemetry:
 
 def configure(settings: Settings) -> Telemetry:
     """The process's telemetry as its settings say: Application Insights when a connection string
-    is set, else the local exporter named, else off. Call once per process."""
-    if settings.insights_connection:
-        install(_azure_monitor(settings))
-    elif settings.telemetry_exporter:
-        install(_local(settings.telemetry_exporter))
+    is set, else the local exporter named, else off (and off, logged, if that fails). Call once
+    per process."""
+    where = "Application Insights" if settings.insights_connection else settings.telemetry_exporter
+    if where is None:
+        return current()
+    try:
+        if settings.insights_connection:
+            install(_azure_monitor(settings))
+        else:
+            install(_local(where))
+    except Exception:  # the service runs without its metrics rather than not at all
+        log.exception("metrics and traces are off: they could not be sent to %s", where)
+        return current()
+    log.info("metrics and traces go to %s", where)
     return current()
 
 

@@ -254,3 +254,15 @@ def test_a_local_exporter_turns_telemetry_on_without_azure(exporter: str) -> Non
         configured.ticked(1)
     finally:
         telemetry.install(OFF)
+
+
+def test_a_connection_string_the_distro_refuses_leaves_the_service_running_without_metrics(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = Settings.from_environment(
+        {"APPLICATIONINSIGHTS_CONNECTION_STRING": "not a connection string"}
+    )
+    assert telemetry.configure(settings) is OFF
+    assert (
+        "metrics and traces are off: they could not be sent to Application Insights" in caplog.text
+    )
