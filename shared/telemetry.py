@@ -16,8 +16,8 @@ infra/app/monitoring.bicep query them):
   subscriptions and jobs) and `status`.
 
 A trace per execution: a span `execution` (kind consumer, so Application Insights lists it among
-requests) from the moment the executor takes the delivery to the recorded outcome, with children
-for the call to the target and for the record. Its attributes name the job, the try and the
+requests) from the moment the executor takes the delivery to the recorded outcome, with a child
+for the call to the target. Its attributes name the job, the try and the
 execution id the target received; never a URL, a header or a message (they may carry secrets).
 """
 
@@ -121,13 +121,13 @@ class Telemetry:
             return
         from opentelemetry.trace import SpanKind
 
-        attempt = delivery.pending.attempt
         with self._tracer.start_as_current_span(
             EXECUTION_SPAN,
             kind=SpanKind.CONSUMER,
+            # The try's own attributes are written with its outcome: for a late occurrence the
+            # one that runs is not the one delivered.
             attributes={
                 **_job_attributes(delivery.job),
-                **_attempt_attributes(delivery.job, attempt),
                 "scheduler.due": iso(delivery.pending.due),
             },
         ) as span:
@@ -139,7 +139,7 @@ class Telemetry:
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
-        """A child span of the execution: `call target`, `record`."""
+        """A child span of the execution: `call target`."""
         if self._tracer is None:
             yield
             return

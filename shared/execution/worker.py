@@ -196,8 +196,7 @@ class ExecutionWorker:
                 started = self._start(delivery, redelivered=redelivered)
             if started is not None:
                 self._starting.wait_until_none(SETTLING_DEFERRED_AT_MOST)
-                with telemetry().step("record"):
-                    self._record(delivery, *started)
+                self._record(delivery, *started)
 
     def _start(
         self, delivery: Delivery, *, redelivered: bool
