@@ -66,6 +66,15 @@ param authTenantId string = tenant().tenantId
 @description('The administrator key (x-functions-key header or ?code=), which opens everything. Empty: no key opens anything, only signed-in callers with a role get in.')
 param administratorKey string = ''
 
+@description('Alerts on failed executions, poison messages, a silent timer and lateness (docs/deployment.md#metrics-and-alerts).')
+param alertsEnabled bool = true
+
+@description('The e-mail address the alerts go to; empty: they show in the Azure portal only.')
+param alertEmailAddress string = ''
+
+@description('The lateness alert fires when the 95th percentile over 15 minutes exceeds this many milliseconds.')
+param latenessP95ThresholdMs int = 10000
+
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
 var appName = !empty(functionAppName) ? functionAppName : 'func-scheduler-${resourceToken}'
@@ -105,6 +114,9 @@ module monitoring 'app/monitoring.bicep' = {
     applicationInsightsName: !empty(applicationInsightsName) ? applicationInsightsName : 'appi-scheduler-${resourceToken}'
     location: location
     tags: tags
+    alertsEnabled: alertsEnabled
+    alertEmailAddress: alertEmailAddress
+    latenessP95ThresholdMs: latenessP95ThresholdMs
   }
 }
 

@@ -41,6 +41,8 @@ from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Store
 from shared.storage.role_assignments import RoleAssignments
 from shared.storage.table_store import TableStore
+from shared.telemetry import configure as configure_telemetry
+from shared.telemetry import current as telemetry
 
 EXECUTIONS_QUEUE = "executions"
 EXECUTION_THREADS = 32
@@ -147,6 +149,7 @@ def build(
     dispatcher = Dispatcher(
         queue, due_index, settings.horizon, coalesce=follow_up_gathering, poison=poison
     )
+    telemetry().watch_queues(dispatcher.queue_depth, dispatcher.poison_depth)
     timeouts = {} if action_timeout is None else {"timeout": action_timeout}
 
     def build_worker() -> ExecutionWorker:
@@ -196,4 +199,6 @@ def build(
 @functools.cache
 def current() -> Services:
     """This process's services, built on first use from the environment's settings."""
-    return build(Settings.from_environment())
+    settings = Settings.from_environment()
+    configure_telemetry(settings)
+    return build(settings)

@@ -43,6 +43,12 @@ IDENTITY_HEADER = "IDENTITY_HEADER"
 # the setting if given (a custom domain, a gateway in front), else the site's host name, which
 # the platform sets in Azure and the local host sets to its own address.
 PUBLIC_BASE_URL = "SCHEDULER_PUBLIC_BASE_URL"
+INSIGHTS_CONNECTION = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+# `ClientId=...;Authorization=AAD`: telemetry goes in as that identity (Entra ID ingestion).
+INSIGHTS_AUTHENTICATION = "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"
+TELEMETRY_EXPORTER = "SCHEDULER_TELEMETRY_EXPORTER"  # console or otlp: metrics without Azure
+# `memory`: recorded and kept in memory, never sent (what the benchmarks measure the cost of).
+TELEMETRY_EXPORTERS = ("console", "otlp", "memory")
 SITE_HOST_NAME = "WEBSITE_HOSTNAME"
 # Who may call (docs/security.md): the administrator's key, which a setting can turn off, and
 # the platform's authentication (App Service Authentication), whose caller headers the app
@@ -94,8 +100,9 @@ EVERY_SETTING = (
     _setting("AzureWebJobsFeatureFlags", "host", in_azure=False),
     # The host's own page at `/` gives way to the app's, which leads to the console.
     _setting("AzureWebJobsDisableHomepage", "host", in_sample=False),
-    _setting("APPLICATIONINSIGHTS_CONNECTION_STRING", "host", in_sample=False),
-    _setting("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "host", in_sample=False),
+    _setting(INSIGHTS_CONNECTION, "host", "app", in_sample=False),
+    _setting(INSIGHTS_AUTHENTICATION, "host", "app", in_sample=False),
+    _setting(TELEMETRY_EXPORTER, "app", in_sample=False, in_azure=False),
     _setting("SCHEDULER_PORT", "devhost", in_azure=False),
     _setting(FUNCTION_KEY, "app", "devhost", in_sample=False),  # the templates' administratorKey
     _setting(KEY_ACCESS, "app", in_sample=False, in_azure=False),
@@ -150,6 +157,10 @@ class Settings:
     max_dequeue_count: int = DEFAULT_MAX_DEQUEUE_COUNT
     function_key: str | None = None  # the administrator's; None: no key opens anything
     platform_authentication: bool = False  # trust the platform's caller headers
+    # Where metrics and traces go (shared.telemetry): Application Insights, else a local exporter.
+    insights_connection: str | None = None
+    insights_authentication: str | None = None
+    telemetry_exporter: str | None = None
 
     @property
     def horizon(self) -> timedelta:
@@ -211,6 +222,9 @@ class Settings:
             max_dequeue_count=max_dequeue_count(),
             function_key=_function_key(environment),
             platform_authentication=_is_on(environment, PLATFORM_AUTHENTICATION, default=False),
+            insights_connection=environment.get(INSIGHTS_CONNECTION) or None,
+            insights_authentication=environment.get(INSIGHTS_AUTHENTICATION) or None,
+            telemetry_exporter=_telemetry_exporter(environment),
         )
 
 
@@ -229,6 +243,16 @@ def _function_key(environment: Mapping[str, str]) -> str | None:
     """The administrator's key, unless SCHEDULER_FUNCTION_KEY_ACCESS turns keys off."""
     key = environment.get(FUNCTION_KEY) or None
     return key if _is_on(environment, KEY_ACCESS, default=True) else None
+
+
+def _telemetry_exporter(environment: Mapping[str, str]) -> str | None:
+    exporter = (environment.get(TELEMETRY_EXPORTER) or "").strip().lower() or None
+    if exporter is not None and exporter not in TELEMETRY_EXPORTERS:
+        raise SettingError(
+            f"{TELEMETRY_EXPORTER} must be one of {', '.join(TELEMETRY_EXPORTERS)}, "
+            f"not {exporter!r}"
+        )
+    return exporter
 
 
 def max_dequeue_count(host_json: Path = HOST_JSON) -> int:

@@ -42,6 +42,8 @@ CURRENT_API_VERSIONS = {
     "Microsoft.Storage/storageAccounts/blobServices/containers": "2025-01-01",
     "Microsoft.OperationalInsights/workspaces": "2025-02-01",
     "Microsoft.Insights/components": "2020-02-02",
+    "Microsoft.Insights/actionGroups": "2023-01-01",
+    "Microsoft.Insights/scheduledQueryRules": "2023-12-01",
     "Microsoft.Web/serverfarms": "2024-11-01",
     "Microsoft.Web/sites": "2024-11-01",
     "Microsoft.Web/sites/config": "2024-11-01",

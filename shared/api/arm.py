@@ -32,6 +32,7 @@ from shared.domain.wire import IgnoredProperty, ignored_properties
 from shared.logs import app_logger
 from shared.services import Services
 from shared.storage.interface import Preconditions
+from shared.telemetry import current as telemetry
 
 SUPPORTED_API_VERSIONS = ("2016-03-01",)
 # What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send
@@ -178,6 +179,7 @@ def serve(
             headers={**headers, "Content-Type": "application/json; charset=utf-8"},
         )
     log_access(request, response.status, started)
+    telemetry().served(operation, response.status, started)
     return answer
 
 

@@ -23,6 +23,7 @@ from shared.execution.fan_out import Budget, FanOut, move, share
 from shared.execution.messages import DueRange
 from shared.logs import app_logger
 from shared.storage.due_index import BUCKET, DueIndex, DueRow, bucket_of, partitions_of, time_key
+from shared.telemetry import current as telemetry
 
 log = app_logger("scheduler.timer")
 _SENDERS = 16
@@ -83,6 +84,7 @@ def tick(
             handed_on,
             cursor,
         )
+    telemetry().ticked(handed)
     return TickReport(handed, cursor, caught_up=cursor >= until, ranges=handed_on)
 
 

@@ -57,6 +57,7 @@ from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.interface import Store, StoredJob
 from shared.storage.keys import jobs_partition
+from shared.telemetry import current as telemetry
 from shared.transport import CALLS_AT_ONCE
 
 log = app_logger("scheduler.executor")
@@ -190,11 +191,12 @@ class ExecutionWorker:
         if not self._wait_out(delivery):
             self._dispatcher.send_again(delivery, self._clock())  # looked at again, nearer its time
             return
-        with self._starting.under_way():
-            started = self._start(delivery, redelivered=redelivered)
-        if started is not None:
-            self._starting.wait_until_none(SETTLING_DEFERRED_AT_MOST)
-            self._record(delivery, *started)
+        with telemetry().execution(delivery):
+            with self._starting.under_way():
+                started = self._start(delivery, redelivered=redelivered)
+            if started is not None:
+                self._starting.wait_until_none(SETTLING_DEFERRED_AT_MOST)
+                self._record(delivery, *started)
 
     def _start(
         self, delivery: Delivery, *, redelivered: bool
@@ -248,6 +250,7 @@ class ExecutionWorker:
                 self._dispatcher.dispatch(_deliveries(delivery, begun.follow_ups), now)
                 if decided.run is None:
                     log.warning("%s: too many still running", _line(delivery, "skipped"))
+                    telemetry().skipped(delivery.job)
                     return None
                 stored, decided = written, decided.run
                 break
@@ -268,12 +271,14 @@ class ExecutionWorker:
                 len(decided.postponed),
                 iso(decided.attempt.expected),
             )
-        outcome = self._actions.perform(
-            stored.document.definition,
-            stored.id,
-            decided.attempt,
-            region=stored.document.region,
-        )
+            telemetry().postponed(delivery.job, len(decided.postponed))
+        with telemetry().step("call target"):
+            outcome = self._actions.perform(
+                stored.document.definition,
+                stored.id,
+                decided.attempt,
+                region=stored.document.region,
+            )
         return stored, decided, outcome
 
     def _decide(
@@ -324,6 +329,7 @@ class ExecutionWorker:
                 )
                 level, line = outcome_line(delivery.job, run.attempt, outcome, settlement, now)
                 log.log(level, "%s", line)
+                telemetry().executed(delivery, run.attempt, outcome, settlement)
                 return
             fresh = self._store.job(delivery.job)
             if fresh is None:

@@ -44,6 +44,7 @@ from shared.domain.problems import FieldError, InvalidRequest
 from shared.logs import app_logger
 from shared.services import Services
 from shared.storage.errors import NotFound
+from shared.telemetry import current as telemetry
 
 # The scheduler's own version (the classic job and collection reads); x-ms-version is the
 # Service Management API's: a real date from its 2012-03-01 edition to its last, 2015-04-01
@@ -90,6 +91,7 @@ def serve_classic(
     ignored = classic_request.ignored if classic_request else []
     answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)
+    telemetry().served(operation, response.status, started)
     return answer
 
 

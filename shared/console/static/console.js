@@ -411,6 +411,7 @@ async function collectionView(subscription, group, name) {
         "3 runs, 3 failed, 1 faulted.") : null,
       h("h2", { id: "timeline-title" }, "Next 24 hours"),
       timelineView(timeline),
+      await historyCharts(jobs.map((job) => job.id)),
     ],
   };
 }
@@ -502,6 +503,7 @@ async function jobView(subscription, group, name, jobName) {
       job.nextOccurrences.length
         ? h("ol", { class: "occurrences" }, job.nextOccurrences.map((iso) => h("li", {}, when(iso, zone))))
         : h("p", { class: "empty" }, "None: the schedule has no more occurrences."),
+      await historyCharts([job.id]),
       h("h2", {}, "History"),
       h("div", { class: "filter" }, h("label", { for: "history-status" }, "Status"), filter),
       table(["Expected", "Started", "Action", "Status", "Retry", "Occurrence", "Message"],
