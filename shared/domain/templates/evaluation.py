@@ -81,6 +81,7 @@ def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
         raise TemplateError(
             "parameters", unknown[0], "is given a value but the template declares no such parameter"
         )
+    _refuse_missing(declared, given)
     secrets: set[str] = set()
     for name, value in given.items():
         if _is_secure(declared[folded[name.casefold()]]):
@@ -223,6 +224,27 @@ def _given_parameters(sent: Mapping[str, Any]) -> JsonObject:
             raise TemplateError("parameters", name, 'must be given as {"value": ...}')
         values[name] = entry["value"]
     return values
+
+
+def _refuse_missing(declared: JsonObject, given: JsonObject) -> None:
+    """Every parameter without a default must be given, as ARM requires before it evaluates
+    anything, read or not; all that are missing are named at once, so that one try says what
+    the next must bring."""
+    folded = {name.casefold() for name in given}
+    missing = [
+        name
+        for name, declaration in declared.items()
+        if isinstance(declaration, dict)
+        and "defaultValue" not in declaration
+        and name.casefold() not in folded
+    ]
+    if len(missing) == 1:
+        raise TemplateError("parameters", missing[0], "has no default value and none was given")
+    if missing:
+        names = ", ".join(f"'{name}'" for name in missing)
+        raise TemplateError(
+            "parameters", "", f"{len(missing)} have no default value and none was given: {names}"
+        )
 
 
 def _parameter_value(name: str, declared: Any, given: JsonObject, scope: Scope) -> Any:
