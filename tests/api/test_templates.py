@@ -89,6 +89,14 @@ def test_the_service_bus_quickstart_imports_with_its_parameters_file_and_posts_t
 ) -> None:
     group, before = new_group(), len(service_bus.received("alerts"))
     parameters = quickstart("scheduler-service-bus.parameters.json")
+    placeholder = import_into(
+        api, group, template=quickstart("scheduler-service-bus.json"), parameters=parameters,
+        location="North Europe", whatIf=True,
+        expressionValues={RULE_KEYS: {"primaryKey": SAS_KEY, "keyName": SAS_KEY_NAME}},
+    )  # fmt: skip
+    assert placeholder.status_code == 400  # the file as published: the gallery's placeholder
+    assert "'serviceBusNamespaceName': is 'GEN-UNIQUE', a placeholder" in placeholder.json()["error"]["message"]
+    parameters["parameters"]["serviceBusNamespaceName"] = {"value": "contoso-bus"}
     parameters["parameters"]["queueName"] = {"value": "alerts"}  # a queue the test broker has
     answer = import_into(
         api, group, template=quickstart("scheduler-service-bus.json"), parameters=parameters,
@@ -97,9 +105,9 @@ def test_the_service_bus_quickstart_imports_with_its_parameters_file_and_posts_t
     )  # fmt: skip
     assert answer.status_code == 200, answer.text
     assert outcomes(answer.json()) == {
-        "Microsoft.ServiceBus/namespaces GEN-UNIQUE": "Skipped",
-        "Microsoft.ServiceBus/namespaces/queues GEN-UNIQUE/alerts": "Skipped",
-        "Microsoft.ServiceBus/namespaces/queues/authorizationRules GEN-UNIQUE/alerts/Scheduler": "Skipped",
+        "Microsoft.ServiceBus/namespaces contoso-bus": "Skipped",
+        "Microsoft.ServiceBus/namespaces/queues contoso-bus/alerts": "Skipped",
+        "Microsoft.ServiceBus/namespaces/queues/authorizationRules contoso-bus/alerts/Scheduler": "Skipped",
         "Microsoft.Scheduler/jobCollections QueuePoster": "Created",
         "Microsoft.Scheduler/jobCollections/jobs QueuePoster/PostMessage": "Created",
     }

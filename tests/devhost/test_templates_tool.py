@@ -33,7 +33,8 @@ def test_a_quickstart_imported_from_the_shell_then_exported_to_a_file(service: S
     arguments = [
         "import", str(QUICKSTARTS / "scheduler-service-bus.json"), "--resource-group", group,
         "--parameters", str(QUICKSTARTS / "scheduler-service-bus.parameters.json"),
-        "--parameter", "queueName=orders", "--location", "West Europe", "--value", f"{RULE_KEYS}={keys}",
+        "--parameter", "queueName=orders", "--parameter", "serviceBusNamespaceName=contoso-bus",
+        "--location", "West Europe", "--value", f"{RULE_KEYS}={keys}",
     ]  # fmt: skip
     status, printed = run(service, *arguments, "--what-if")
     assert status == 0, printed

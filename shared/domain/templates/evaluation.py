@@ -6,6 +6,7 @@ I/O, no clock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -82,6 +83,7 @@ def scope_of(template: JsonObject, deployment: Deployment) -> Scope:
             "parameters", unknown[0], "is given a value but the template declares no such parameter"
         )
     _refuse_missing(declared, given)
+    _refuse_placeholders(given)
     secrets: set[str] = set()
     for name, value in given.items():
         if _is_secure(declared[folded[name.casefold()]]):
@@ -224,6 +226,22 @@ def _given_parameters(sent: Mapping[str, Any]) -> JsonObject:
             raise TemplateError("parameters", name, 'must be given as {"value": ...}')
         values[name] = entry["value"]
     return values
+
+
+# The Azure quickstart gallery's parameters files hold placeholders that its deployment tooling
+# fills in (GEN-UNIQUE, GEN-UNIQUE-8, GEN-PASSWORD, GEN-GUID...): taken as they are, they become
+# a namespace or a password named "GEN-UNIQUE".
+_GALLERY_PLACEHOLDER = re.compile(r"GEN-[A-Z0-9]+(?:-[A-Z0-9]+)*")
+
+
+def _refuse_placeholders(given: JsonObject) -> None:
+    for name, value in given.items():
+        if isinstance(value, str) and _GALLERY_PLACEHOLDER.fullmatch(value):
+            raise TemplateError(
+                "parameters", name,
+                f"is '{value}', a placeholder of the Azure quickstart gallery's parameters files "
+                "that its tooling replaces before deploying: give your own value",
+            )  # fmt: skip
 
 
 def _refuse_missing(declared: JsonObject, given: JsonObject) -> None:
