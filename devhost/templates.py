@@ -106,6 +106,8 @@ def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
     }
     if arguments.location:
         body["location"] = arguments.location
+    if arguments.default_start_time:
+        body["defaultStartTime"] = arguments.default_start_time
     doing = "checking (what-if)" if arguments.what_if else f"importing ({arguments.mode})"
     print(f"{doing} {arguments.template} into {arguments.resource_group}...", file=out)
     answer = client.post(f"{provider}/importTemplate", json=body)
@@ -117,7 +119,8 @@ def _import(client: httpx.Client, provider: str, arguments: argparse.Namespace, 
         print(f"  warning: {one_line(warning)}", file=out)
     for resource in report.get("resources", []):
         reason = f" ({resource['reason']})" if resource.get("reason") else ""
-        line = f"{resource['outcome']:<11} {resource['type']} {resource['name']}{reason}"
+        first = f", first run {resource['firstRun']}" if resource.get("firstRun") else ""
+        line = f"{resource['outcome']:<11} {resource['type']} {resource['name']}{first}{reason}"
         print(f"  {one_line(line)}", file=out)
         for warning in resource.get("warnings", []):
             print(f"              warning: {one_line(str(warning))}", file=out)
@@ -267,6 +270,10 @@ def _parser() -> argparse.ArgumentParser:
         help="a resource's property, given outright",
     )  # fmt: skip
     importing.add_argument("--location", help="what resourceGroup().location gives")
+    importing.add_argument(
+        "--default-start-time", metavar="NextWholeMinute|INSTANT",
+        help="the startTime of jobs that have none (without it they run at once when imported)",
+    )  # fmt: skip
     importing.add_argument("--mode", choices=["incremental", "complete"], default="incremental")
     importing.add_argument("--what-if", action="store_true", help="change nothing; say what would")
     exporting = commands.add_parser("export", help="write collections as a template")

@@ -3,9 +3,10 @@ resources applied to a resource group, and collections written back as a templat
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import WithJsonSchema
+from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema, model_validator
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
@@ -15,7 +16,7 @@ from shared.domain.redaction import masked_values
 from shared.domain.templates.deployment import Deployment, ImportMode
 from shared.domain.templates.export import ExportedCollection, exported_template
 from shared.domain.templates.planning import plan
-from shared.domain.wire import IgnoredProperty, JsonObject, WireModel
+from shared.domain.wire import IgnoredProperty, Instant, JsonObject, WireModel
 from shared.execution.template_import import TemplateImport
 from shared.services import Services
 from shared.storage.interface import StoredCollection
@@ -42,6 +43,35 @@ _PARAMETERS_SCHEMA = {
 }
 
 
+_NEXT_WHOLE_MINUTE = "nextwholeminute"
+_INSTANT: TypeAdapter[datetime] = TypeAdapter(Instant)
+
+
+class DefaultStartTime(WireModel):
+    """`defaultStartTime`: "NextWholeMinute" or an instant (no offset: UTC)."""
+
+    instant: Instant | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().casefold() == _NEXT_WHOLE_MINUTE:
+            return {"instant": None}
+        if isinstance(value, str):
+            try:
+                return {"instant": _INSTANT.validate_python(value)}
+            except ValidationError:
+                pass
+        shown = f", not '{value[:64]}'" if isinstance(value, str) else ""
+        raise ValueError(f"must be NextWholeMinute or an ISO 8601 date-time{shown}")
+
+    def at(self, now: datetime) -> datetime:
+        """The start time it gives, for an import at `now`."""
+        if self.instant is not None:
+            return self.instant
+        return now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
 class ImportRequest(WireModel):
     """What an import takes: the template (JSON, as `az bicep build` or the portal's export
     writes it) and what it needs that only the caller knows."""
@@ -54,6 +84,14 @@ class ImportRequest(WireModel):
     location: str | None = None  # what resourceGroup().location gives
     expression_values: JsonObject | None = None  # by the call's text
     property_values: dict[str, JsonObject] | None = None  # by resource name, then property path
+    default_start_time: Annotated[
+        DefaultStartTime | None,
+        Field(
+            description="An extension: the startTime given to the template's jobs that have "
+            "none: NextWholeMinute, or an ISO 8601 instant. Absent: such a job runs at once "
+            "when imported, as when it is saved through PUT."
+        ),
+    ] = None
 
 
 # The OpenAPI document's schemas of the answers (the request's comes from ImportRequest).
@@ -91,8 +129,10 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
         property_values=sent.property_values or {},
     )  # fmt: skip
     planned = plan(sent.template, deployment)
+    now = services.now()
     report = TemplateImport(services.store, services.scheduling).apply(
-        planned, subscription, group, services.now(), mode=sent.mode, what_if=sent.what_if,
+        planned, subscription, group, now, mode=sent.mode, what_if=sent.what_if,
+        default_start=None if sent.default_start_time is None else sent.default_start_time.at(now),
     )  # fmt: skip
     for outcome in report.resources:
         request.ignored.extend(

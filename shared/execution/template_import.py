@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from shared.domain.collection import CollectionBody, SkuName
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JOB_TYPE, CollectionId, JobId
-from shared.domain.job_definition import JobBody, JobProperties
+from shared.domain.job_definition import JobBody, JobProperties, JobState
 from shared.domain.job_document import (
     keeping_stored_secrets,
     public_properties,
@@ -30,8 +30,9 @@ from shared.domain.job_document import (
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
 from shared.domain.redaction import masked_values
+from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
-from shared.domain.wire import IgnoredProperty, JsonObject, ignored_properties
+from shared.domain.wire import IgnoredProperty, JsonObject, ignored_properties, iso
 from shared.execution.scheduling import Scheduling
 from shared.storage.errors import StorageError
 from shared.storage.interface import Preconditions, Store
@@ -58,6 +59,7 @@ class ResourceOutcomeBody(TypedDict):
     outcome: str
     reason: NotRequired[str]
     warnings: NotRequired[list[str]]
+    firstRun: NotRequired[str]  # a job's: its first run if imported now (what-if: if it were)
 
 
 class ImportReportBody(TypedDict):
@@ -78,6 +80,8 @@ class ResourceOutcome:
     id: str | None = None
     reason: str | None = None
     ignored: list[IgnoredProperty] = field(default_factory=list)  # of its body
+    notes: list[str] = field(default_factory=list)  # said with the warnings
+    first_run: datetime | None = None
 
     def to_wire(self) -> ResourceOutcomeBody:
         outcome = self.outcome.value
@@ -88,8 +92,10 @@ class ResourceOutcome:
         )
         if self.reason:
             shown["reason"] = self.reason
-        if self.ignored:
-            shown["warnings"] = [each.warning() for each in self.ignored]
+        if self.ignored or self.notes:
+            shown["warnings"] = [each.warning() for each in self.ignored] + self.notes
+        if self.first_run is not None:
+            shown["firstRun"] = iso(self.first_run)
         return shown
 
 
@@ -127,6 +133,7 @@ class _Run:
     now: datetime
     what_if: bool
     secrets: frozenset[str] = frozenset()  # the template's secure values (Plan.secrets)
+    default_start: datetime | None = None  # given to jobs without a startTime
     planned_skus: dict[str, SkuName] = field(default_factory=dict)
 
 
@@ -145,12 +152,14 @@ class TemplateImport:
         *,
         mode: ImportMode = ImportMode.INCREMENTAL,
         what_if: bool = False,
+        default_start: datetime | None = None,
     ) -> ImportReport:
+        """`default_start`: the startTime of the jobs that have none (None: they run at once)."""
         report = ImportReport(mode, what_if)
         report.resources += [
             ResourceOutcome(s.type, s.name, Outcome.SKIPPED, reason=s.reason) for s in plan.skipped
         ]
-        run = _Run(subscription, resource_group, now, what_if, plan.secrets)
+        run = _Run(subscription, resource_group, now, what_if, plan.secrets, default_start)
         for position, resource in enumerate(plan.resources):
             outcome = ResourceOutcome(resource.type, resource.name, Outcome.NOT_APPLIED)
             report.resources.append(outcome)
@@ -199,7 +208,7 @@ class TemplateImport:
         collection = CollectionId.of(run.subscription, run.resource_group, names[0])
         job = JobId.of(collection, names[1])
         outcome.id = job.arm_id
-        properties = _read(JobBody, resource.body, outcome).properties
+        properties = _with_start(_read(JobBody, resource.body, outcome).properties, run, outcome)
         current = self._store.job_slot(job).current
         stored = None if current is None else current.document.definition
         if run.what_if and stored is not None and _only_secrets_tell(properties, stored,
@@ -256,6 +265,25 @@ def _read(
         raise InvalidRequest(field_errors(invalid)) from None
     outcome.ignored += ignored_properties(model, body)
     return read
+
+
+def _with_start(properties: JobProperties, run: _Run, outcome: ResourceOutcome) -> JobProperties:
+    """The job as imported, with the default start time if it has none; and its first run, or
+    what it means to have no start time, said in its outcome."""
+    if properties.start_time is None and run.default_start is not None:
+        properties = properties.model_copy(update={"start_time": iso(run.default_start)})
+    if properties.state is JobState.DISABLED:
+        outcome.notes.append("disabled: it does not run until it is enabled")
+        return properties
+    if properties.start_time is None:
+        outcome.notes.append(
+            "no startTime: it runs at once when imported, and takes its seconds from that "
+            "moment; defaultStartTime (--default-start-time) gives it one"
+        )
+    outcome.first_run = Occurrences(properties.starts_at, properties.recurrence, run.now).first
+    if outcome.first_run is None:
+        outcome.notes.append("it would never run: its schedule has no occurrence left")
+    return properties
 
 
 def _unchanged(properties: JobProperties, stored: JsonObject, state: str) -> bool:

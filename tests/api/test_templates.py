@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,9 @@ def test_the_webapp_quickstart_imports_and_its_job_runs(api: httpx.Client, targe
     }
     job = report["resources"][-1]
     assert job["warnings"] == [
-        "properties.action.request.retryPolicy was ignored; it belongs in properties.action"
+        "properties.action.request.retryPolicy was ignored; it belongs in properties.action",
+        "no startTime: it runs at once when imported, and takes its seconds from that moment; "
+        "defaultStartTime (--default-start-time) gives it one",
     ]
     assert answer.headers["Warning"] == (
         '299 - "webjobs/ping: properties.action.request.retryPolicy was ignored; it belongs in properties.action"'
@@ -116,6 +119,34 @@ def test_the_service_bus_quickstart_imports_with_its_parameters_file_and_posts_t
     shown = api.get(f"{provider(group)}/jobCollections/QueuePoster/jobs/PostMessage").json()
     assert "sasKey" not in shown["properties"]["action"]["serviceBusQueueMessage"]["authentication"]
     assert shown["properties"]["recurrence"] == {"frequency": "minute", "interval": 1}
+
+
+def test_what_if_says_when_each_job_first_runs_and_a_default_start_time_moves_it(
+    api: httpx.Client, target: Target
+) -> None:
+    group = new_group()
+    before = datetime.now(UTC)
+    at_once = webapp_import(api, group, target, whatIf=True).json()["resources"][-1]
+    first = datetime.fromisoformat(at_once["firstRun"])
+    assert before - timedelta(seconds=1) <= first <= datetime.now(UTC) + timedelta(seconds=1)  # at once, any day
+    assert any(note.startswith("no startTime: it runs at once") for note in at_once["warnings"])
+
+    minute = webapp_import(api, group, target, whatIf=True, defaultStartTime="NextWholeMinute").json()
+    job = minute["resources"][-1]
+    first = datetime.fromisoformat(job["firstRun"])
+    assert first > before and first.weekday() < 5 and (first.hour, first.minute) in {(10, 0), (10, 30), (12, 0), (12, 30)}
+    assert not any(note.startswith("no startTime") for note in job.get("warnings", []))
+
+    chosen = webapp_import(api, group, target, defaultStartTime="2027-03-01T12:10:00Z")  # a Monday
+    assert chosen.status_code == 200, chosen.text
+    assert chosen.json()["resources"][-1]["firstRun"] == "2027-03-01T12:30:00Z"
+    saved = api.get(f"{provider(group)}/jobCollections/webjobs/jobs/ping").json()["properties"]
+    assert saved["startTime"] == "2027-03-01T12:10:00Z"
+    assert saved["status"]["nextExecutionTime"] == "2027-03-01T12:30:00Z"
+
+    refused = webapp_import(api, new_group(), target, whatIf=True, defaultStartTime="soon")
+    assert refused.status_code == 400
+    assert "defaultStartTime: must be NextWholeMinute or an ISO 8601 date-time, not 'soon'" in refused.text
 
 
 def test_an_expression_only_azure_answers_is_an_error_naming_resource_property_and_expression(

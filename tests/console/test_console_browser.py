@@ -886,6 +886,11 @@ def test_a_template_without_a_parameters_file_is_filled_in_through_fields_drawn_
     planned = page.get_by_role("region", name="What the import would do")
     expect(planned).to_contain_text("Incremental mode: 2 skipped, 2 created.")
     row = planned.get_by_role("row").filter(has_text="webjobs/ping")
+    expect(row).to_contain_text("no startTime: it runs at once when imported")
+    page.get_by_label("They start").select_option("NextWholeMinute")  # a start time for such jobs
+    page.get_by_role("button", name="Check (what-if)").click()
+    expect(row.locator("td[data-label='First run'] time")).to_have_attribute("datetime", re.compile(r"T1[02]:[03]0:00Z$"))
+    expect(row).not_to_contain_text("no startTime")
     expect(row.locator("td[data-label='Outcome']")).to_have_text("Created")  # once, not "Created created"
     apply = page.get_by_role("button", name="Apply these changes")
     table_bottom = planned.locator("table").bounding_box()

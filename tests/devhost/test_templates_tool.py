@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -122,3 +123,21 @@ def test_the_key_make_run_keeps_is_the_default(tmp_path: Path, monkeypatch: pyte
     assert templates._kept_key() == "the-kept-key"
     monkeypatch.setattr(templates, "FUNCTION_KEY_FILE", tmp_path / "missing")
     assert templates._kept_key() == ""
+
+
+def test_each_job_says_when_it_first_runs_and_a_default_start_time_can_be_given(service: Service) -> None:
+    keys = json.dumps({"primaryKey": SAS_KEY, "keyName": SAS_KEY_NAME})
+    arguments = [
+        "import", str(QUICKSTARTS / "scheduler-service-bus.json"), "--resource-group", f"rg-{uuid.uuid4().hex[:8]}",
+        "--parameter", "serviceBusNamespaceName=contoso-bus", "--location", "West Europe",
+        "--value", f"{RULE_KEYS}={keys}", "--what-if",
+    ]  # fmt: skip
+    status, printed = run(service, *arguments)
+    assert status == 0, printed
+    [job] = [line for line in printed.splitlines() if "QueuePoster/PostMessage" in line]
+    assert ", first run 20" in job
+    assert "warning: no startTime: it runs at once when imported" in printed
+    status, printed = run(service, *arguments, "--default-start-time", "NextWholeMinute")
+    assert status == 0, printed
+    assert "no startTime" not in printed
+    assert re.search(r"QueuePoster/PostMessage, first run \d{4}-\d\d-\d\dT\d\d:\d\d:00Z", printed), printed

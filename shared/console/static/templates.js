@@ -151,6 +151,22 @@ function importForm(where) {
             "Values of the template's parameters, such as azuredeploy.parameters.json; " +
             "secrets an export wrote as parameters are given here. A value typed below wins over the file's.")),
         h("fieldset", { class: "group" }, h("legend", {}, "Parameters"), parameterFields),
+        h("fieldset", { class: "group" }, h("legend", {}, "Jobs without a start time"),
+          h("div", { class: "field" },
+            h("label", { for: "import-start" }, "They start"),
+            h("select", { id: "import-start", "aria-describedby": "import-start-help", onchange: (event) => {
+              document.getElementById("import-start-at").hidden = event.target.value !== "at";
+              forget();
+            } },
+            h("option", { value: "" }, "at once, when imported (the API's rule)"),
+            h("option", { value: "NextWholeMinute" }, "at the next whole minute"),
+            h("option", { value: "at" }, "at a time I choose (UTC)")),
+            h("input", { id: "import-start-at", type: "datetime-local", step: "1", hidden: true,
+              "aria-label": "Start time for jobs without one (UTC)", oninput: forget }),
+            h("p", { id: "import-start-help", class: "help" },
+              "A job whose template gives no startTime runs as soon as it is imported (even on a " +
+              "day its schedule skips) and takes its seconds from that moment. The check below " +
+              "shows each job's first run."))),
         h("fieldset", { class: "group" }, h("legend", {}, "Mode"),
           mode("Incremental", "Incremental:", "create or update what the template names, leave the rest."),
           mode("Complete", "Complete:", "also delete the jobs of its collections that it does not name.")),
@@ -192,6 +208,11 @@ async function importBody(form) {
   const modeChosen = document.querySelector("input[name='import-mode']:checked");
   body.mode = modeChosen ? modeChosen.value : "Incremental";
   if (value("import-location")) body.location = value("import-location");
+  const start = value("import-start");
+  if (start === "at") {
+    if (!value("import-start-at")) throw invalidField("import-start-at", "Choose the start time for jobs without one.");
+    body.defaultStartTime = `${value("import-start-at")}Z`;
+  } else if (start) body.defaultStartTime = start;
   const values = typedCallValues(form);
   if (value("import-values")) {
     Object.assign(values, parsedJson("import-values", value("import-values"), "The expression values"));
@@ -380,11 +401,12 @@ function reportView(report) {
       cell("Outcome", badge(resource.outcome)),
       cell("Type", resource.type),
       cell("Name", shownAt && !report.whatIf ? h("a", { href: `#/${shownAt}` }, resource.name) : resource.name),
+      cell("First run", resource.firstRun ? when(resource.firstRun) : ""),
       cell("Why", why.length ? h("ul", { class: "plain" }, why.map((line) => h("li", {}, line))) : ""));
   });
   return [
     h("h2", { id: "import-outcome-title" }, title),
     h("p", {}, `${report.mode} mode: ${summaryWords(report.summary) || "no resources"}.`),
-    table(["Outcome", "Type", "Name", "Why"], rows, "The template has no resources.", "One outcome per resource"),
+    table(["Outcome", "Type", "Name", "First run", "Why"], rows, "The template has no resources.", "One outcome per resource"),
   ];
 }
