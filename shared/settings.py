@@ -32,6 +32,10 @@ OUTBOUND_ALLOWLIST = "SCHEDULER_OUTBOUND_ALLOWLIST"
 OUTBOUND_CA_FILE = "SCHEDULER_OUTBOUND_CA_FILE"
 AUTHORITY_HOST = "SCHEDULER_AUTHORITY_HOST"
 STORAGE_SUFFIX = "SCHEDULER_STORAGE_ENDPOINT_SUFFIX"
+# Which client speaks to the app's tables and queues: "http", the app's own (the default), or
+# "sdk", azure-data-tables and azure-storage-queue: the way back if the own client misbehaves.
+STORAGE_CLIENT = "SCHEDULER_STORAGE_CLIENT"
+STORAGE_CLIENTS = ("http", "sdk")
 QUEUE_ENDPOINT_TEMPLATE = "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"
 SERVICEBUS_SUFFIX = "SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX"
 SERVICEBUS_ENDPOINT = "SCHEDULER_SERVICEBUS_ENDPOINT"
@@ -75,6 +79,7 @@ EVERY_SETTING = (
     _setting(OUTBOUND_CA_FILE, "app", in_azure=False),  # a development CA
     _setting(AUTHORITY_HOST, "app"),
     _setting(STORAGE_SUFFIX, "app"),
+    _setting(STORAGE_CLIENT, "app", in_sample=False, in_azure=False),
     _setting(QUEUE_ENDPOINT_TEMPLATE, "app", in_azure=False),  # Azurite
     _setting(SERVICEBUS_SUFFIX, "app"),
     _setting(SERVICEBUS_ENDPOINT, "app", in_azure=False),  # a local broker
@@ -138,6 +143,7 @@ class Settings:
     public_base_url: str = DEFAULT_PUBLIC_BASE_URL  # scheme and host (and path) of the API
     # The delivery at which the host gives a queue message up (host.json's maxDequeueCount).
     max_dequeue_count: int = DEFAULT_MAX_DEQUEUE_COUNT
+    storage_client: str = STORAGE_CLIENTS[0]  # one of STORAGE_CLIENTS
 
     @property
     def horizon(self) -> timedelta:
@@ -197,6 +203,7 @@ class Settings:
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
             public_base_url=_public_base_url(environment),
             max_dequeue_count=max_dequeue_count(),
+            storage_client=_storage_client(environment),
         )
 
 
@@ -231,6 +238,16 @@ def _public_base_url(environment: Mapping[str, str]) -> str:
         return DEFAULT_PUBLIC_BASE_URL
     local = urlsplit(f"//{host}").hostname in _LOCAL_HOSTS
     return f"{'http' if local else 'https'}://{host}"
+
+
+def _storage_client(environment: Mapping[str, str]) -> str:
+    chosen = (environment.get(STORAGE_CLIENT) or STORAGE_CLIENTS[0]).strip().lower()
+    if chosen not in STORAGE_CLIENTS:
+        raise SettingError(
+            f"{STORAGE_CLIENT} must be {' or '.join(repr(each) for each in STORAGE_CLIENTS)}, "
+            f"not {chosen[:40]!r}"
+        )
+    return chosen
 
 
 def _storage_identity(environment: Mapping[str, str]) -> StorageIdentity | None:

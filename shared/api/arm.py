@@ -132,7 +132,7 @@ def serve(
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, error.envelope)
+        response = ApiResponse(error.status, error.envelope, error.headers)
     headers = {"x-ms-request-id": request_id, **response.headers}
     headers |= warning_headers(arm_request.ignored if arm_request else [], request_id)
     if response.body is None:

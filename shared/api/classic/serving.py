@@ -77,7 +77,7 @@ def serve_classic(
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, bodies.error(error.code, error.message))
+        response = ApiResponse(error.status, bodies.error(error.code, error.message), error.headers)
     ignored = classic_request.ignored if classic_request else []
     answer = _http_response(request_id, response, warning_headers(ignored, request_id))
     log_access(request, response.status, started)
