@@ -203,7 +203,7 @@ class Settings:
             identity_endpoint=environment.get(IDENTITY_ENDPOINT) or None,
             public_base_url=_public_base_url(environment),
             max_dequeue_count=max_dequeue_count(),
-            storage_client=_storage_client(environment),
+            storage_client=chosen_storage_client(environment),
         )
 
 
@@ -240,7 +240,7 @@ def _public_base_url(environment: Mapping[str, str]) -> str:
     return f"{'http' if local else 'https'}://{host}"
 
 
-def _storage_client(environment: Mapping[str, str]) -> str:
+def chosen_storage_client(environment: Mapping[str, str]) -> str:
     chosen = (environment.get(STORAGE_CLIENT) or STORAGE_CLIENTS[0]).strip().lower()
     if chosen not in STORAGE_CLIENTS:
         raise SettingError(
