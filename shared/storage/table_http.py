@@ -28,7 +28,12 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceModifiedError
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.storage_http import (
@@ -48,6 +53,7 @@ _TABLE_HEADERS = {
     "Accept": JSON_MINIMAL,
 }
 _INT32 = range(-(2**31), 2**31)
+_NO_ENTITY = "ResourceNotFound: The specified resource does not exist."
 _Error = TypeVar("_Error", bound=HttpResponseError)
 # Sends of one write whose answers were lost, each followed by a read, before giving up.
 LOST_ANSWER_ROUNDS = 3
@@ -202,7 +208,9 @@ class TableHttp:
                 stored = self._stored(entity)
                 if stored is not None and _shows(stored, entity, mode):
                     return {"etag": stored.metadata["etag"]}
-                if stored is None or stored.metadata["etag"] != if_match:
+                if stored is None:  # as the service answers a checked write of no entity
+                    raise _coded(ResourceNotFoundError(message=_NO_ENTITY), 404) from None
+                if stored.metadata["etag"] != if_match:
                     raise _modified() from None
                 continue  # still the version it was checked against: not applied
             raise_for(answer)
