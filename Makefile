@@ -93,6 +93,8 @@ test: $(TESTDEPS) $(NODEDEPS) browser $(if $(OLDER_PYTHON),$(if $(IS_313),$(OLDE
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(if $(and $(IS_313),$(OLDER_PYTHON)),DEVHOST_DIRECT_PYTHON=$(OLDER_VENV)/bin/python) $(BIN)/python -m pytest
+	@echo "The storage and execution tests again, on the SDK's storage clients (SCHEDULER_STORAGE_CLIENT=sdk):"
+	SCHEDULER_STORAGE_CLIENT=sdk $(BIN)/python -m pytest tests/storage tests/execution -q
 ifneq ($(IS_313),)
 ifneq ($(OLDER_PYTHON),)
 	@echo "The fast tests on $$($(OLDER_VENV)/bin/python -V), the functions called directly:"

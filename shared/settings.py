@@ -32,6 +32,10 @@ OUTBOUND_ALLOWLIST = "SCHEDULER_OUTBOUND_ALLOWLIST"
 OUTBOUND_CA_FILE = "SCHEDULER_OUTBOUND_CA_FILE"
 AUTHORITY_HOST = "SCHEDULER_AUTHORITY_HOST"
 STORAGE_SUFFIX = "SCHEDULER_STORAGE_ENDPOINT_SUFFIX"
+# Which client speaks to the app's tables and queues: "http", the app's own (the default), or
+# "sdk", azure-data-tables and azure-storage-queue: the way back if the own client misbehaves.
+STORAGE_CLIENT = "SCHEDULER_STORAGE_CLIENT"
+STORAGE_CLIENTS = ("http", "sdk")
 QUEUE_ENDPOINT_TEMPLATE = "SCHEDULER_QUEUE_ENDPOINT_TEMPLATE"
 SERVICEBUS_SUFFIX = "SCHEDULER_SERVICEBUS_ENDPOINT_SUFFIX"
 SERVICEBUS_ENDPOINT = "SCHEDULER_SERVICEBUS_ENDPOINT"
@@ -87,6 +91,7 @@ EVERY_SETTING = (
     _setting(OUTBOUND_CA_FILE, "app", in_azure=False),  # a development CA
     _setting(AUTHORITY_HOST, "app"),
     _setting(STORAGE_SUFFIX, "app"),
+    _setting(STORAGE_CLIENT, "app", in_sample=False, in_azure=False),
     _setting(QUEUE_ENDPOINT_TEMPLATE, "app", in_azure=False),  # Azurite
     _setting(SERVICEBUS_SUFFIX, "app"),
     _setting(SERVICEBUS_ENDPOINT, "app", in_azure=False),  # a local broker
@@ -161,6 +166,7 @@ class Settings:
     insights_connection: str | None = None
     insights_authentication: str | None = None
     telemetry_exporter: str | None = None
+    storage_client: str = STORAGE_CLIENTS[0]  # one of STORAGE_CLIENTS
 
     @property
     def horizon(self) -> timedelta:
@@ -225,6 +231,7 @@ class Settings:
             insights_connection=environment.get(INSIGHTS_CONNECTION) or None,
             insights_authentication=environment.get(INSIGHTS_AUTHENTICATION) or None,
             telemetry_exporter=_telemetry_exporter(environment),
+            storage_client=chosen_storage_client(environment),
         )
 
 
@@ -286,6 +293,16 @@ def _public_base_url(environment: Mapping[str, str]) -> str:
         return DEFAULT_PUBLIC_BASE_URL
     local = urlsplit(f"//{host}").hostname in _LOCAL_HOSTS
     return f"{'http' if local else 'https'}://{host}"
+
+
+def chosen_storage_client(environment: Mapping[str, str]) -> str:
+    chosen = (environment.get(STORAGE_CLIENT) or STORAGE_CLIENTS[0]).strip().lower()
+    if chosen not in STORAGE_CLIENTS:
+        raise SettingError(
+            f"{STORAGE_CLIENT} must be {' or '.join(repr(each) for each in STORAGE_CLIENTS)}, "
+            f"not {chosen[:40]!r}"
+        )
+    return chosen
 
 
 def _storage_identity(environment: Mapping[str, str]) -> StorageIdentity | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,7 @@ from shared.domain.job_definition import JobBody
 from shared.execution import messages
 from shared.execution.timer import tick
 from shared.services import build
-from shared.settings import Settings, max_dequeue_count
+from shared.settings import Settings, chosen_storage_client, max_dequeue_count
 from shared.storage.due_index import BUCKET, bucket_of
 from shared.storage.interface import Preconditions, Store, Stored
 
@@ -56,6 +57,7 @@ class Pipeline:
             outbound_ca_file=ca_file, authority_host=authority,
             queue_endpoint_template=queue_endpoint_template(storage),
             servicebus_endpoint=service_bus or None,
+            storage_client=chosen_storage_client(os.environ),  # CI runs these on both clients
         )  # fmt: skip
         self.services = build(
             settings, clock=self.clock, sleep=lambda seconds: None, queue_name=f"exec{suffix}",

@@ -162,7 +162,7 @@ def serve(
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, error.envelope)
+        response = ApiResponse(error.status, error.envelope, error.headers)
         refusal = failure
     if guard is not None and running is not None and arm_request is not None:
         guard.record(running, arm_request, response.status, request_id, refusal)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NotRequired, TypedDict
 
+from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
 from shared.domain.problems import FieldError, InvalidRequest, Refused, RuleBroken
 from shared.domain.templates.deployment import TemplateError
@@ -61,6 +63,34 @@ class ArmError(Exception):
     @property
     def envelope(self) -> ErrorEnvelope:
         return {"error": {"code": self.code, "message": self.message}}
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Headers the answer carries beside the body."""
+        return {}
+
+
+# Seconds a client is asked to wait before trying again when storage failed a request.
+STORAGE_RETRY_AFTER_S = 5
+
+
+class StorageUnavailable(ArmError):
+    """Storage failed the request (busy, timed out, unreachable) after the client's own retries:
+    nothing the caller did wrong, and worth trying again later (a write answered so may or may
+    not have been made: a GET says which)."""
+
+    status = 503
+    code = "ServiceUnavailable"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service's storage did not carry out the request in time; "
+            f"try again in {STORAGE_RETRY_AFTER_S} seconds."
+        )
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(STORAGE_RETRY_AFTER_S)}
 
 
 class BadRequest(ArmError):
@@ -259,4 +289,8 @@ def arm_error(error: Exception) -> ArmError | None:
             return BadRequest(error.message)
         case StorageError():
             return Conflict(f"The request could not be carried out: {error}.")
+        case ServiceRequestError() | ServiceResponseError():
+            return StorageUnavailable()
+        case HttpResponseError(status_code=int(status)) if status >= 500 or status in (408, 429):
+            return StorageUnavailable()
     return None

@@ -1,5 +1,6 @@
 """The app's own storage clients: identity-based in Azure, from a connection string locally.
-Its tables and queues are spoken to over plain HTTP (`table_http`, `queue_http`).
+Its tables and queues are spoken to over plain HTTP (`table_http`, `queue_http`), or, with
+SCHEDULER_STORAGE_CLIENT=sdk, by the SDK's own clients (TableServiceClient, QueueClient).
 
 In Azure the storage account has shared-key access off, so the app authenticates as the Function
 App's managed identity, from the same `AzureWebJobsStorage__*` settings the Functions host reads.
@@ -8,15 +9,15 @@ Locally, Azurite takes the connection string.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.data.tables import TableServiceClient
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
-from azure.storage.queue import QueueServiceClient
+from azure.storage.queue import QueueClient, QueueServiceClient
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
-from shared.storage.queue_http import QueueHttp
+from shared.storage.queue_http import QueueHttp, QueueLike
 from shared.storage.storage_http import (
     QUEUE_VERSION,
     TRIES,
@@ -54,18 +55,26 @@ class TableAccount:
 
 def table_service(
     settings: Settings, credential: TokenCredential | None = None, **options: Any
-) -> TableAccount:
+) -> TableAccount | TableServiceClient:
     """`options`: the SDK client's (for creating tables); of them, `raw_request_hook` (called
-    on every try of every request) and `connection_verify` (a CA bundle) serve every request."""
+    on every try of every request) and `connection_verify` (a CA bundle) serve every request.
+    With the setting `sdk`, the SDK's TableServiceClient itself."""
     identity = settings.storage_identity
+    sdk = settings.storage_client == "sdk"
     if identity is None:
-        return tables_from_connection_string(_connection(settings), **options)
+        connection = _connection(settings)
+        if sdk:
+            endpoint = TableServiceClient.from_connection_string(connection).url
+            return TableServiceClient.from_connection_string(
+                connection, **with_pooled_transport(endpoint, options)
+            )
+        return tables_from_connection_string(connection, **options)
     endpoint = identity.table_service_uri
     credential = credential or storage_credential(identity)
     service = TableServiceClient(
         endpoint, credential=credential, **with_pooled_transport(endpoint, options)
     )
-    return _account(service, BearerTokens(credential), options)
+    return service if sdk else _account(service, BearerTokens(credential), options)
 
 
 def tables_from_connection_string(connection: str, **options: Any) -> TableAccount:
@@ -93,16 +102,40 @@ def _account(
 
 def queue_client(
     settings: Settings, queue: str, credential: TokenCredential | None = None, **options: Any
-) -> QueueHttp:
+) -> QueueLike:
     """One of the app's queues, spoken to over plain HTTP (`QueueHttp`). `options`: of the SDK
     client's, those QueueHttp takes: `message_encode_policy` and `message_decode_policy`,
     `raw_request_hook` (called on every try of every request), `connection_verify` (a CA
     bundle) and `retry_total` (retries after the first try, at most TRIES - 1)."""
     identity = settings.storage_identity
+    if settings.storage_client == "sdk":
+        return _sdk_queue(settings, queue, credential, options)
     if identity is None:
         return queue_from_connection_string(_connection(settings), queue, **options)
     signer = BearerTokens(credential or storage_credential(identity))
     return _queue(identity.queue_service_uri, queue, signer, options)
+
+
+def _sdk_queue(
+    settings: Settings, queue: str, credential: TokenCredential | None, options: dict[str, Any]
+) -> QueueLike:
+    """The SDK's QueueClient for one of the app's queues (it takes the same options)."""
+    identity = settings.storage_identity
+    if identity is None:
+        connection = _connection(settings)
+        url = QueueServiceClient.from_connection_string(connection).url
+        client = QueueClient.from_connection_string(
+            connection, queue, **with_pooled_transport(url, options)
+        )
+        return cast(QueueLike, client)
+    url = identity.queue_service_uri
+    client = QueueClient(
+        url,
+        queue,
+        credential=credential or storage_credential(identity),
+        **with_pooled_transport(url, options),
+    )
+    return cast(QueueLike, client)
 
 
 def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueHttp:

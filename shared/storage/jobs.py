@@ -15,6 +15,7 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
+    ServiceRequestError,
 )
 from azure.data.tables import TableTransactionError, UpdateMode
 
@@ -224,18 +225,52 @@ class Jobs:
                     )  # a recount may take it for lost
                     continue
                 metadata = self._jobs.table.create_entity(entity)
-            except ResourceExistsError:  # created meanwhile by someone else: replace it instead
-                self._counting.uncount(partition, row, counted_at)
-                continue
-            except BaseException:
-                with contextlib.suppress(Exception):  # else the place stays lost until a recount
+            except ResourceExistsError:
+                # Either created meanwhile by someone else (replace it instead), or this very
+                # insert, applied by storage, its answer lost and sent again by a retry: then
+                # the counted place is the job's own and must stay taken.
+                held = self._held(entity)
+                if held is None:
                     self._counting.uncount(partition, row, counted_at)
+                    continue
+                metadata = {"etag": held.metadata["etag"]}
+            except ServiceRequestError:  # never reached storage: the place is free again
+                with contextlib.suppress(Exception):
+                    self._counting.uncount(partition, row, counted_at)
+                raise
+            except BaseException:
+                self._release_unless_inserted(partition, row, counted_at, entity)
                 raise
             if within is not None and not self._collections.still_there(within):
                 self.withdraw(job)
                 raise NotFound(within.id)
             return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
+
+    def _held(self, entity: NamedJobRow) -> Any | None:
+        """The stored row with this entity's keys if it holds exactly this entity (a write of
+        ours), else None."""
+        try:
+            stored = self._jobs.table.get_entity(entity["PartitionKey"], entity["RowKey"])
+        except ResourceNotFoundError:
+            return None
+        same = all(stored.get(name) == value for name, value in entity.items())
+        return stored if same else None
+
+    def _release_unless_inserted(
+        self, partition: str, row: str, counted_at: float, entity: NamedJobRow
+    ) -> None:
+        """After an insert whose outcome is unknown (its answer lost, storage failing): give
+        its counted place back only if storage shows the job is not there. A job that is in
+        keeps its place; if storage cannot even be read, the place stays taken (lost until a
+        recount), since a quota passed is worse than a place lost."""
+        try:
+            if self._held(entity) is not None:
+                return
+        except Exception:
+            return
+        with contextlib.suppress(Exception):
+            self._counting.uncount(partition, row, counted_at)
 
     def withdraw(self, job: JobId) -> None:
         """Take back a job inserted into a collection that was deleted meanwhile. Whoever wrote

@@ -20,13 +20,14 @@ import base64
 import hashlib
 import hmac
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 from xml.etree import ElementTree
 
 import certifi
@@ -41,6 +42,7 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
+from azure.core.pipeline.transport import HttpResponse as SdkHttpResponse
 from requests.utils import get_environ_proxies
 
 from shared.transport import CALLS_AT_ONCE
@@ -53,13 +55,70 @@ QUEUE_VERSION = "2025-11-05"
 STORAGE_SCOPE = "https://storage.azure.com/.default"
 # A token is taken anew this long before it expires.
 TOKEN_MARGIN_S = 300.0
-# Tries of one request, and the pause before each retry: connection failures, timeouts, and the
-# answers a storage service gives when it is busy (the SDK retries the same, longer).
+# Tries of one request, and the pauses between them: exponential from FIRST_PAUSE_S, each drawn
+# at random between half and the whole of its step (jitter, so that clients throttled together do
+# not come back together), never shorter than the service's Retry-After, and no try begun after
+# OPERATION_DEADLINE_S. The SDKs' policy (azure-core's RetryPolicy) retries the same statuses.
 TRIES = 4
-RETRY_PAUSES_S = (0.2, 0.8, 2.4)
-RETRIED_STATUSES = frozenset({408, 500, 502, 503, 504})
+FIRST_PAUSE_S = 0.2
+PAUSE_GROWTH = 4.0
+LONGEST_PAUSE_S = 10.0
+OPERATION_DEADLINE_S = 30.0
+# Answers that say the request was not carried out (busy, throttled, not read in time): any
+# request may be sent again.
+NOT_APPLIED_STATUSES = frozenset({408, 429, 503})
+# Answers after which the write may or may not have been applied (500 OperationTimedOut or
+# InternalError; a gateway's 502 or 504): sent again only if repeating it cannot apply it twice.
+UNKNOWN_OUTCOME_STATUSES = frozenset({500, 502, 504})
+# Other 5xx past these (505 is the client's own fault): the SDKs retry 506 and above.
+LAST_UNRETRIED_5XX = 505
 CONNECT_TIMEOUT_S = 20.0
 READ_TIMEOUT_S = 60.0
+
+
+class AnswerLost(ServiceResponseError):
+    """A write was sent but its outcome is unknown (no answer, a dropped connection, a timeout or
+    a 500): storage may or may not have applied it. Raised instead of sending it again where a
+    second copy could apply it twice; the caller resolves it by reading what storage holds.
+    `answer`: the service's answer, where there was one."""
+
+    def __init__(self, message: str, answer: Answer | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.answer = answer
+
+
+def retry_pause(attempt: int, answer_headers: Mapping[str, str] | None, left_s: float) -> float:
+    """The pause before try `attempt` (1: the first retry): exponential with jitter, at least
+    the service's Retry-After, at most what is left of the operation's deadline."""
+    step = min(FIRST_PAUSE_S * PAUSE_GROWTH ** (attempt - 1), LONGEST_PAUSE_S)
+    pause = random.uniform(step / 2, step)
+    asked = _retry_after_s(answer_headers)
+    if asked is not None:
+        pause = max(pause, asked)
+    return max(0.0, min(pause, left_s))
+
+
+def _retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """The seconds a Retry-After (or x-ms-retry-after-ms) header asks for; None if none."""
+    if not headers:
+        return None
+    milliseconds = headers.get("x-ms-retry-after-ms") or headers.get("retry-after-ms")
+    try:
+        if milliseconds is not None:
+            return min(float(milliseconds) / 1000, LONGEST_PAUSE_S)
+        seconds = headers.get("Retry-After")
+        return None if seconds is None else min(float(seconds), LONGEST_PAUSE_S)
+    except ValueError:  # an HTTP date, or nonsense: the exponential pause stands
+        return None
+
+
+def retried(status: int, repeatable: bool) -> bool:
+    """Whether an answer of this status is worth another try of the same request."""
+    if status in NOT_APPLIED_STATUSES:
+        return True
+    if status in UNKNOWN_OUTCOME_STATUSES or status > LAST_UNRETRIED_5XX:
+        return repeatable
+    return False
 
 
 @dataclass(frozen=True)
@@ -163,7 +222,7 @@ class StorageEndpoint:
     ) -> None:
         """`version`: the service version the requests speak (x-ms-version). `verify`: a CA
         bundle's path, True for the default one, False for none (tests). `tries`: of each
-        request, at most TRIES (the pauses between them are RETRY_PAUSES_S)."""
+        request, at most TRIES (the pauses between them: `retry_pause`)."""
         parts = urlsplit(url.rstrip("/"))
         self.url = url.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
@@ -171,6 +230,8 @@ class StorageEndpoint:
         self._signer, self._version, self._on_request = signer, version, on_request
         self._tries = max(1, min(tries, TRIES))
         self._pool, self._by_absolute_url = _pool(self.url, verify)
+        self.sleep: Callable[[float], None] = time.sleep  # tests replace it
+        self.deadline_s = OPERATION_DEADLINE_S
 
     def path(self, resource: str) -> str:
         """The request path of `resource` (already URL-encoded), under the endpoint's own."""
@@ -187,15 +248,25 @@ class StorageEndpoint:
         query: str = "",
         headers: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        repeatable: bool = True,
     ) -> Answer:
         """Send with retries; the answer, whatever its status. ServiceRequestError when no
-        connection could be made, ServiceResponseError when none answered, after every try."""
+        connection could be made, ServiceResponseError when none answered, after every try.
+
+        `repeatable=False` for a write that a second copy could apply twice (an insert, an
+        etag-checked write, a batch): once it may have reached storage and its answer was lost,
+        it is not sent again but raises AnswerLost, for the caller to resolve by reading."""
         target = f"{path}?{query}" if query else path
         url = self._origin + target
         last = self._tries - 1
+        started = time.monotonic()
+        previous: Mapping[str, str] | None = None
         for attempt in range(self._tries):
             if attempt:
-                time.sleep(RETRY_PAUSES_S[attempt - 1])
+                left = self.deadline_s - (time.monotonic() - started)
+                self.sleep(retry_pause(attempt, previous, left))
+            previous = None
+            final = attempt == last or time.monotonic() - started >= self.deadline_s
             sent = {
                 "x-ms-date": formatdate(usegmt=True),
                 "x-ms-version": self._version,
@@ -215,39 +286,101 @@ class StorageEndpoint:
                 )
             except (
                 urllib3.exceptions.NewConnectionError,
+                urllib3.exceptions.ConnectTimeoutError,
                 urllib3.exceptions.ProxyError,
             ) as failure:
                 # No connection made, to the endpoint or to the proxy on the way (requests,
-                # under the SDK, says ConnectionError for both).
-                if attempt == last:
+                # under the SDK, says ConnectionError for both): nothing reached storage.
+                if final:
                     raise ServiceRequestError(str(failure), error=failure) from failure
                 continue
             except urllib3.exceptions.HTTPError as failure:
-                if attempt == last:
+                # Sent, and no answer (read timeout, connection dropped): maybe applied.
+                if not repeatable:
+                    raise AnswerLost(str(failure), error=failure) from failure
+                if final:
                     raise ServiceResponseError(str(failure), error=failure) from failure
                 continue
-            if answer.status in RETRIED_STATUSES and attempt < last:
+            found = Answer(answer.status, answer.headers, answer.data)
+            if not repeatable and found.status in UNKNOWN_OUTCOME_STATUSES:
+                raise AnswerLost(error_message(found), found)
+            if not final and retried(found.status, repeatable):
+                previous = found.headers
                 continue
-            return Answer(answer.status, answer.headers, answer.data)
+            return found
         raise AssertionError("unreachable: the last try returns or raises")
 
 
+# The errors of the service's error codes (x-ms-error-code), as both SDKs choose them: a 403
+# AuthorizationFailure is no authentication error, a 409 or 412 of another code is no "exists"
+# or "modified". The statuses the SDKs' generated layers map first (401, 404, 409) go by status.
+_ERRORS_BY_STATUS: Mapping[int, type[HttpResponseError]] = {
+    401: ClientAuthenticationError,
+    404: ResourceNotFoundError,
+    409: ResourceExistsError,
+}
+_ERRORS_BY_CODE: Mapping[str, type[HttpResponseError]] = {
+    "ConditionNotMet": ResourceModifiedError,
+    "UpdateConditionNotSatisfied": ResourceModifiedError,
+    "InvalidAuthenticationInfo": ClientAuthenticationError,
+    "AuthenticationFailed": ClientAuthenticationError,
+    "ResourceNotFound": ResourceNotFoundError,
+    "TableNotFound": ResourceNotFoundError,
+    "EntityNotFound": ResourceNotFoundError,
+    "QueueNotFound": ResourceNotFoundError,
+    "ResourceAlreadyExists": ResourceExistsError,
+    "TableAlreadyExists": ResourceExistsError,
+    "EntityAlreadyExists": ResourceExistsError,
+    "QueueAlreadyExists": ResourceExistsError,
+    "QueueBeingDeleted": ResourceExistsError,
+    "AccountAlreadyExists": ResourceExistsError,
+}
+
+
 def raise_for(answer: Answer, message: str | None = None) -> None:
-    """Raise the error azure-core's clients raise for this answer's status (a 2xx passes)."""
+    """Raise the error azure-core's clients raise for this answer (a 2xx passes): chosen by
+    the service's error code (x-ms-error-code), by the status where it sent none; the error
+    carries `error_code`, `status_code` and the answer as `response`."""
     if 200 <= answer.status < 300:
         return
     text = message or error_message(answer)
-    kind: type[HttpResponseError] = {
-        404: ResourceNotFoundError,
-        409: ResourceExistsError,
-        412: ResourceModifiedError,
-        401: ClientAuthenticationError,
-        403: ClientAuthenticationError,
-    }.get(answer.status, HttpResponseError)
-    error = kind(message=text)
+    code = answer.headers.get("x-ms-error-code") or _body_code(answer)
+    kind = _ERRORS_BY_STATUS.get(answer.status) or _ERRORS_BY_CODE.get(code or "")
+    if kind is None and code is None and answer.status == 412:  # no code to say otherwise
+        kind = ResourceModifiedError
+    error = (kind or HttpResponseError)(message=text, response=_sdk_response(answer))
     # The service's code, where the SDKs put it (azure-core's errors do not declare it).
-    error.error_code = answer.headers.get("x-ms-error-code")  # type: ignore[attr-defined]
+    error.error_code = code  # type: ignore[attr-defined]
     raise with_status(error, answer.status)
+
+
+def _body_code(answer: Answer) -> str | None:
+    """The code in an error body, for answers whose headers lack x-ms-error-code."""
+    message = error_message(answer)
+    if message.startswith("storage answered"):
+        return None
+    if "ErrorCode:" in message:
+        return message.split("ErrorCode:", 1)[1].split("\n", 1)[0] or None
+    return message.split(":", 1)[0] or None
+
+
+class _AnsweredResponse(SdkHttpResponse):
+    """An answer as azure-core's errors take one (`response`): status, reason, headers, body."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(None, None)  # type: ignore[arg-type]
+        self.status_code = answer.status
+        self.headers = dict(answer.headers)
+        self.reason = ""
+        self.content_type = answer.headers.get("Content-Type")
+        self._body = answer.body
+
+    def body(self) -> bytes:
+        return self._body
+
+
+def _sdk_response(answer: Answer) -> SdkHttpResponse:
+    return _AnsweredResponse(answer)
 
 
 def with_status(error: HttpResponseError, status: int) -> HttpResponseError:
@@ -303,5 +436,16 @@ def _pool(
         else:
             options["ca_certs"] = verify if isinstance(verify, str) else certifi.where()
     if proxy:
-        return urllib3.ProxyManager(proxy, **options), True
+        return urllib3.ProxyManager(proxy, proxy_headers=proxy_credentials(proxy), **options), True
     return urllib3.PoolManager(**options).connection_from_url(url), False
+
+
+def proxy_credentials(proxy: str) -> dict[str, str]:
+    """The Proxy-Authorization a proxy URL's `user:password@` asks for (urllib3 would drop it):
+    requests, under the SDK, sends it the same way; no header for a proxy named without."""
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.username is None:
+        return {}
+    return urllib3.util.make_headers(
+        proxy_basic_auth=f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    )

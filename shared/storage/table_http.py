@@ -9,6 +9,11 @@ bytes and float. Each entity read carries `metadata` (`etag`, `timestamp`), as t
 
 A batch is one multipart request holding one changeset (the Table service's transaction): its
 parts are written here as text, and the answer's parts read back in order.
+
+A write that a second copy could apply twice (an insert, an etag-checked update, a batch) is not
+sent again once its answer was lost (`storage_http.AnswerLost`): what storage now holds is read,
+and if it shows the write the write succeeded (with the etag read); if it does not, the write is
+sent again, and meets the service's own checks (409, 412) like any other.
 """
 
 from __future__ import annotations
@@ -19,15 +24,21 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.storage_http import (
     Answer,
+    AnswerLost,
     StorageEndpoint,
     error_message,
     raise_for,
@@ -42,6 +53,10 @@ _TABLE_HEADERS = {
     "Accept": JSON_MINIMAL,
 }
 _INT32 = range(-(2**31), 2**31)
+_NO_ENTITY = "ResourceNotFound: The specified resource does not exist."
+_Error = TypeVar("_Error", bound=HttpResponseError)
+# Sends of one write whose answers were lost, each followed by a read, before giving up.
+LOST_ANSWER_ROUNDS = 3
 
 
 class TableLike(Protocol):
@@ -137,9 +152,22 @@ class TableHttp:
 
     def create_entity(self, entity: Mapping[str, Any]) -> dict[str, Any]:
         path = self._endpoint.path(quote(self.table_name))
-        answer = self._send(
-            "POST", path, headers=_write_headers(), body=json.dumps(_properties(entity)).encode()
-        )
+        body = json.dumps(_properties(entity)).encode()
+        for _ in range(LOST_ANSWER_ROUNDS - 1):
+            try:
+                answer = self._send(
+                    "POST", path, headers=_write_headers(), body=body, repeatable=False
+                )
+            except AnswerLost:
+                stored = self._stored(entity)
+                if stored is None:
+                    continue  # not applied: insert again
+                if _shows(stored, entity, UpdateMode.REPLACE):
+                    return {"etag": stored.metadata["etag"]}
+                raise _exists() from None
+            raise_for(answer)
+            return {"etag": str(answer.headers.get("ETag"))}
+        answer = self._send("POST", path, headers=_write_headers(), body=body, repeatable=False)
         raise_for(answer)
         return {"etag": str(answer.headers.get("ETag"))}
 
@@ -164,14 +192,30 @@ class TableHttp:
         headers = _write_headers()
         if if_match is not None:
             headers["If-Match"] = if_match
-        answer = self._send(
-            "PUT" if mode == UpdateMode.REPLACE else "PATCH",
-            self._entity_path(entity["PartitionKey"], entity["RowKey"]),
-            headers=headers,
-            body=json.dumps(_properties(entity)).encode(),
-        )
-        raise_for(answer)
-        return {"etag": str(answer.headers.get("ETag"))}
+        method = "PUT" if mode == UpdateMode.REPLACE else "PATCH"
+        path = self._entity_path(entity["PartitionKey"], entity["RowKey"])
+        body = json.dumps(_properties(entity)).encode()
+        # Only a write checked against an etag could meet its own first copy (a 412).
+        checked = if_match not in (None, "*")
+        for round_ in range(LOST_ANSWER_ROUNDS):
+            try:
+                answer = self._send(
+                    method, path, headers=headers, body=body, repeatable=not checked
+                )
+            except AnswerLost:
+                if round_ == LOST_ANSWER_ROUNDS - 1:
+                    raise
+                stored = self._stored(entity)
+                if stored is not None and _shows(stored, entity, mode):
+                    return {"etag": stored.metadata["etag"]}
+                if stored is None:  # as the service answers a checked write of no entity
+                    raise _coded(ResourceNotFoundError(message=_NO_ENTITY), 404) from None
+                if stored.metadata["etag"] != if_match:
+                    raise _modified() from None
+                continue  # still the version it was checked against: not applied
+            raise_for(answer)
+            return {"etag": str(answer.headers.get("ETag"))}
+        raise AssertionError("unreachable: the last round returns or raises")
 
     def delete_entity(
         self,
@@ -205,15 +249,12 @@ class TableHttp:
             + "".join(parts)
             + f"--{changeset}--\r\n\r\n--{batch}--\r\n"
         ).encode()
-        answer = self._send(
-            "POST",
-            self._endpoint.path("$batch"),
-            headers={
-                "Content-Type": f"multipart/mixed; boundary={batch}",
-                "Accept": "application/json",
-            },
-            body=body,
-        )
+        answer = self._batch_sent(operations, batch, body)
+        if answer is None:  # applied, its answer lost: the etags as read
+            return [
+                {"etag": stored.metadata["etag"] if stored is not None else None}
+                for stored in self._stored_all(operations)
+            ]
         if answer.status != 202:
             raise with_status(TableTransactionError(message=error_message(answer)), answer.status)
         results = _part_answers(answer.body)
@@ -226,6 +267,36 @@ class TableHttp:
                 message=f"a batch of {len(operations)} got {len(results)} answers"
             )
         return [{"etag": headers.get("etag")} for _, headers, _ in results]
+
+    def _batch_sent(self, operations: list[Any], batch: str, body: bytes) -> Answer | None:
+        """The batch's answer; None if an answer was lost but storage shows it applied. Sent
+        again only while storage shows it was not."""
+        headers = {
+            "Content-Type": f"multipart/mixed; boundary={batch}",
+            "Accept": "application/json",
+        }
+        path = self._endpoint.path("$batch")
+        for round_ in range(LOST_ANSWER_ROUNDS):
+            try:
+                return self._send("POST", path, headers=headers, body=body, repeatable=False)
+            except AnswerLost:
+                if round_ == LOST_ANSWER_ROUNDS - 1:
+                    raise
+                stored = self._stored_all(operations)
+                if all(map(_applied, operations, stored)):
+                    return None
+        raise AssertionError("unreachable: the last round returns or raises")
+
+    def _stored(self, entity: Mapping[str, Any]) -> Row | None:
+        """The entity with this one's keys as storage holds it now; None if there is none."""
+        answer = self._send("GET", self._entity_path(entity["PartitionKey"], entity["RowKey"]))
+        if answer.status == 404:
+            return None
+        raise_for(answer)
+        return _row(json.loads(answer.body))
+
+    def _stored_all(self, operations: list[Any]) -> list[Row | None]:
+        return [self._stored(operation[1]) for operation in operations]
 
     def _part(self, operation: tuple[Any, ...], changeset: str) -> str:
         kind, entity = str(getattr(operation[0], "value", operation[0])).lower(), operation[1]
@@ -261,6 +332,49 @@ class TableHttp:
     def _send(self, method: str, path: str, **options: Any) -> Answer:
         headers = {**_TABLE_HEADERS, **options.pop("headers", {})}
         return self._endpoint.send(method, path, headers=headers, **options)
+
+
+def _shows(stored: Row, entity: Mapping[str, Any], mode: UpdateMode) -> bool:
+    """Whether a stored entity holds what writing `entity` in `mode` leaves: its properties,
+    as they come back from the wire (a replace: those only; a merge: those among others)."""
+    written = _row(_properties(entity))
+    if mode == UpdateMode.REPLACE:
+        return dict(stored) == dict(written)
+    return all(name in stored and stored[name] == value for name, value in written.items())
+
+
+def _applied(operation: tuple[Any, ...], stored: Row | None) -> bool:
+    """Whether storage shows a batch operation carried out."""
+    kind = str(getattr(operation[0], "value", operation[0])).lower()
+    if kind == "delete":
+        return stored is None
+    if stored is None:
+        return False
+    options: Mapping[str, Any] = operation[2] if len(operation) > 2 else {}
+    mode = UpdateMode.REPLACE if kind == "create" else options.get("mode", UpdateMode.MERGE)
+    return _shows(stored, operation[1], mode)
+
+
+def _exists() -> ResourceExistsError:
+    """What the service answers an insert of keys already taken, as the SDK raises it."""
+    error = ResourceExistsError(message="EntityAlreadyExists: The specified entity already exists.")
+    error.error_code = "EntityAlreadyExists"  # type: ignore[attr-defined]
+    return _coded(error, 409)
+
+
+def _modified() -> ResourceModifiedError:
+    """What the service answers a write checked against an etag no longer current."""
+    error = ResourceModifiedError(
+        message="UpdateConditionNotSatisfied: The update condition specified in the request was "
+        "not satisfied."
+    )
+    error.error_code = "UpdateConditionNotSatisfied"  # type: ignore[attr-defined]
+    return _coded(error, 412)
+
+
+def _coded(error: _Error, status: int) -> _Error:
+    error.status_code = status
+    return error
 
 
 def _key(value: str) -> str:

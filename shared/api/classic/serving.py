@@ -84,7 +84,7 @@ def serve_classic(
         if error is None:
             log.exception("request %s failed: %s", request_id, request_line(request))
             error = ArmError(f"Request {request_id} failed.")
-        response = ApiResponse(error.status, bodies.error(error.code, error.message))
+        response = ApiResponse(error.status, bodies.error(error.code, error.message), error.headers)
         refusal = failure
     if guard is not None and running is not None and classic_request is not None:
         guard.record(running, classic_request, response.status, request_id, refusal)
