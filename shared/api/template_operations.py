@@ -12,6 +12,7 @@ from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.errors import arm_error
 from shared.domain.ids import valid_resource_group, valid_subscription
+from shared.domain.problems import InvalidRequest
 from shared.domain.redaction import masked_values
 from shared.domain.templates.deployment import Deployment, ImportMode
 from shared.domain.templates.export import ExportedCollection, exported_template
@@ -122,6 +123,13 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     group = valid_resource_group(request.route["resourceGroupName"])
     sent = request.parsed_body(ImportRequest)
     location = sent.location or _location_of(services.store.collections(subscription, group))
+    if location is None and b"resourcegroup().location" in request.body.lower():
+        raise InvalidRequest.because(
+            "location",
+            "the template reads resourceGroup().location, which this service keeps no resource "
+            "groups to know, and no collection of the group has a location to take it from: "
+            "give location (--location; Location on the console's import page)",
+        )
     deployment = Deployment(
         subscription, group, location,
         parameters=sent.parameters or {},

@@ -330,3 +330,16 @@ def test_every_template_error_is_a_400_naming_where(api: httpx.Client, template:
     answer = import_into(api, new_group(), template=template, location="West Europe")
     assert answer.status_code == 400, answer.text
     assert said in answer.json()["error"]["message"]
+
+
+def test_a_template_reading_the_groups_location_without_one_says_to_give_it(api: httpx.Client, target: Target) -> None:
+    answer = import_into(
+        api, new_group(), template=quickstart("scheduler-webapp.json"), whatIf=True,
+        parameters={"appSvcPlanName": {"value": "plan"}, "webAppName": {"value": "site"},
+                    "jobCollectionName": {"value": "webjobs"}, "jobName": {"value": "ping"}},
+        expressionValues={SITE: {"hostNames": [f"127.0.0.1:{target.port}"]}},
+    )  # fmt: skip
+    assert answer.status_code == 400
+    [detail] = answer.json()["error"]["details"]
+    assert detail["target"] == "location"
+    assert detail["message"].startswith("the template reads resourceGroup().location")

@@ -881,7 +881,7 @@ def test_a_template_without_a_parameters_file_is_filled_in_through_fields_drawn_
     page.get_by_text("Values only Azure knows").click()
     call = "reference(resourceId('Microsoft.Web/sites', parameters('webAppName')))"
     page.get_by_label(call, exact=True).fill('{"hostNames": ["contoso-web.azurewebsites.net"]}')
-    page.get_by_label("Location (optional)").fill("West Europe")
+    page.get_by_label("Location (the template reads resourceGroup().location)").fill("West Europe")
     page.get_by_role("button", name="Check (what-if)").click()
     planned = page.get_by_role("region", name="What the import would do")
     expect(planned).to_contain_text("Incremental mode: 2 skipped, 2 created.")

@@ -88,6 +88,10 @@ function importForm(where) {
       template = null; // said when checked: "The template file is not JSON"
     }
     parameterFields.replaceChildren(...parameterInputs(template, forget));
+    // A template that reads resourceGroup().location needs one: this service has no groups.
+    const needsLocation = template !== null && /resourcegroup\(\)\.location/i.test(JSON.stringify(template));
+    document.querySelector("label[for='import-location']").textContent =
+      needsLocation ? "Location (the template reads resourceGroup().location)" : "Location (optional)";
     callFields.replaceChildren(...callInputs(template, forget));
   };
   const mode = (value, words, help) => h("label", { class: "check" },
