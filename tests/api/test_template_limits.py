@@ -75,7 +75,10 @@ def test_what_if_never_says_whether_a_guessed_secret_is_the_stored_one(
             api, group, template=template, parameters={"password": {"value": guess}}, whatIf=True
         )
         assert answer.status_code == 200, answer.text
-        answers.append(answer.json())
+        report = answer.json()
+        for each in report["resources"]:
+            each.pop("firstRun", None)  # when it is asked, not what the secret is
+        answers.append(report)
     assert answers[0] == answers[1]
     job = next(each for each in answers[0]["resources"] if each["name"] == "jc/guarded")
     assert job["outcome"] == "Updated"
