@@ -23,6 +23,14 @@ from devhost.identity import AUDIENCE, ISSUER, LocalSignIn, mint, object_id_of, 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
+@pytest.fixture(autouse=True)
+def now_is_when_the_test_runs() -> None:
+    """Tokens are minted around the moment each test runs, not when the module was collected:
+    in a long session, a token "not yet valid" for ten minutes from collection has become valid."""
+    global NOW  # noqa: PLW0603
+    NOW = datetime.now(UTC).replace(microsecond=0)
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     return tmp_path / "identity"
