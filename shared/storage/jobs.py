@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
@@ -212,6 +214,9 @@ class Jobs:
                 except (ResourceModifiedError, ResourceNotFoundError):
                     continue
                 return self._jobs.from_entity(entity, metadata["etag"]), False
+            # A mark of this insert alone: a row of the same content that another creator of the
+            # same name inserted at the same moment is not this one (`_held`).
+            inserted = {**entity, "InsertId": uuid.uuid4().hex}
             try:
                 row, counted_at = self._counting.count_new_job(partition, max_jobs, now)
             except QuotaExceeded:
@@ -224,12 +229,12 @@ class Jobs:
                         partition, row, counted_at
                     )  # a recount may take it for lost
                     continue
-                metadata = self._jobs.table.create_entity(entity)
+                metadata = self._jobs.table.create_entity(inserted)
             except ResourceExistsError:
                 # Either created meanwhile by someone else (replace it instead), or this very
                 # insert, applied by storage, its answer lost and sent again by a retry: then
                 # the counted place is the job's own and must stay taken.
-                held = self._held(entity)
+                held = self._held(inserted)
                 if held is None:
                     self._counting.uncount(partition, row, counted_at)
                     continue
@@ -239,7 +244,7 @@ class Jobs:
                     self._counting.uncount(partition, row, counted_at)
                 raise
             except BaseException:
-                self._release_unless_inserted(partition, row, counted_at, entity)
+                self._release_unless_inserted(partition, row, counted_at, inserted)
                 raise
             if within is not None and not self._collections.still_there(within):
                 self.withdraw(job)
@@ -247,7 +252,7 @@ class Jobs:
             return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
 
-    def _held(self, entity: NamedJobRow) -> Any | None:
+    def _held(self, entity: Mapping[str, Any]) -> Any | None:
         """The stored row with this entity's keys if it holds exactly this entity (a write of
         ours), else None."""
         try:
@@ -258,7 +263,7 @@ class Jobs:
         return stored if same else None
 
     def _release_unless_inserted(
-        self, partition: str, row: str, counted_at: float, entity: NamedJobRow
+        self, partition: str, row: str, counted_at: float, entity: Mapping[str, Any]
     ) -> None:
         """After an insert whose outcome is unknown (its answer lost, storage failing): give
         its counted place back only if storage shows the job is not there. A job that is in
