@@ -21,7 +21,11 @@ from typing import Any
 
 from shared.api import activity
 from shared.api.arm import ApiRequest
-from shared.api.errors import ArmError
+from shared.api.errors import (
+    AuthenticationFailed,
+    AuthorizationFailed,
+    InvalidAuthenticationToken,
+)
 from shared.domain.access import (
     ADMINISTRATOR,
     Action,
@@ -30,7 +34,6 @@ from shared.domain.access import (
     Role,
     operates,
     reads,
-    refusal_message,
     writes,
 )
 from shared.domain.ids import PROVIDER
@@ -43,25 +46,6 @@ _OBJECT_ID_CLAIMS = ("oid", "http://schemas.microsoft.com/identity/claims/object
 _CLIENT_ID_CLAIMS = ("appid", "azp")
 _NAME_CLAIMS = ("name", "preferred_username", "upn")
 MOST_PRINCIPAL_BYTES = 16 * 1024  # the platform's headers are far smaller
-
-
-class AuthenticationFailed(ArmError):
-    status = 401
-    code = "AuthenticationFailed"
-
-
-class InvalidAuthenticationToken(ArmError):
-    status = 401
-    code = "InvalidAuthenticationToken"
-
-
-class AuthorizationFailed(ArmError):
-    status = 403
-    code = "AuthorizationFailed"
-
-    def __init__(self, caller: Caller, action: Action, scope: str) -> None:
-        super().__init__(refusal_message(caller, action, scope))
-        self.caller = caller
 
 
 @dataclass(frozen=True)

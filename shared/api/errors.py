@@ -8,6 +8,7 @@ from typing import NotRequired, TypedDict
 
 from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 
+from shared.domain.access import Action, Caller, refusal_message
 from shared.domain.ids import PROVIDER, CloudServiceId, CollectionId, JobId
 from shared.domain.problems import FieldError, InvalidRequest, Refused, RuleBroken
 from shared.domain.templates.deployment import TemplateError
@@ -215,6 +216,27 @@ class CloudServiceExists(ArmError):
             f"The cloud service '{cloud_service.name}' already exists (a cloud service is also "
             "any resource group that holds job collections)."
         )
+
+
+class AuthenticationFailed(ArmError):
+    status = 401
+    code = "AuthenticationFailed"
+
+
+class InvalidAuthenticationToken(ArmError):
+    status = 401
+    code = "InvalidAuthenticationToken"
+
+
+class AuthorizationFailed(ArmError):
+    """ARM's 403: the caller, the action and the scope, in ARM's words (shared/domain/access)."""
+
+    status = 403
+    code = "AuthorizationFailed"
+
+    def __init__(self, caller: Caller, action: Action, scope: str) -> None:
+        super().__init__(refusal_message(caller, action, scope))
+        self.caller = caller
 
 
 class Conflict(ArmError):
