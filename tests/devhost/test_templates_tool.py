@@ -52,7 +52,7 @@ def test_a_quickstart_imported_from_the_shell_then_exported_to_a_file(service: S
 
 
 def test_a_refused_import_exits_1_and_says_why(service: Service) -> None:
-    status, printed = run(service, "import", str(QUICKSTARTS / "scheduler-webapp.json"), "--resource-group", "rg-refused")
+    status, printed = run(service, "import", str(QUICKSTARTS / "scheduler-webapp.json"), "--resource-group", "rg-refused", "--location", "West Europe")
     assert status == 1
     assert (  # every parameter without a default named at once, not the first one found
         "failed: parameters: 4 have no default value and none was given: "
