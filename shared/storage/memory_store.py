@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
@@ -40,6 +41,7 @@ from shared.storage.documents import (
     as_json,
 )
 from shared.storage.errors import ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.interface import Store
 from shared.storage.jobs import claim_column
 from shared.storage.keys import (
     COUNTER_PREFIX,
@@ -404,3 +406,7 @@ def _stored_collection(row: _Row) -> StoredCollection:
 def _stored_job(row: _Row) -> StoredJob:
     assert isinstance(row.names, JobId)
     return Stored(row.names, JobDocument.from_wire(json.loads(row.text)), row.etag)
+
+
+if TYPE_CHECKING:  # mypy holds the memory store to the protocol's signatures
+    _IS_A_STORE: Store = MemoryStore()
