@@ -164,3 +164,16 @@ def test_overdue_claims_are_found_up_to_a_limit(store: Store, collection: Stored
     assert [j.id.name for j in found] == ["dead-0", "dead-1", "dead-2"]
     assert found[0] == store.existing_job(found[0].id)
     assert len(store.jobs_with_overdue_claims(before, 1)) == 1
+
+
+def test_replacing_more_than_a_batch_writes_the_batches_before_a_stale_one(
+    store: Store, collection: StoredCollection
+) -> None:
+    jobs = [created(store, JobId(collection.id, f"many-{n:03d}")) for n in range(105)]
+    store.save_job(jobs[102].id, DISABLED, Preconditions(), store.job_slot(jobs[102].id))
+    with pytest.raises(ModifiedConcurrently):
+        store.replace_jobs([Stored(s.id, DISABLED, s.etag) for s in jobs])
+    states = [store.existing_job(s.id).document.state for s in jobs]
+    # The first 100 were one batch, written; the next, holding the stale job, none of it.
+    assert states[:100] == [JobState.DISABLED] * 100
+    assert states[100:] == [JobState.ENABLED, JobState.ENABLED, JobState.DISABLED] + [JobState.ENABLED] * 2

@@ -210,3 +210,53 @@ def test_run_nows_are_counted_and_one_of_two_accepted_on_one_count(
     later = store.accept_run_now(second, run_now(second.document), again)
     assert later is not None
     assert store.run_nows_in_flight(collection.id).count == 2
+
+
+def test_racing_deleters_of_one_job_delete_it_once(store: Store, collection: StoredCollection) -> None:
+    job = JobId(collection.id, "doomed")
+    create(store, job)
+    deleted: list[bool] = []
+    in_parallel(lambda _writer: deleted.append(store.delete_job(job, Preconditions())))
+    assert deleted.count(True) == 1 and len(deleted) == WRITERS
+    assert store.job(job) is None
+    assert store.job_slot(job, counted=True).jobs_in_collection == 0
+
+
+def test_a_deletion_racing_creators_leaves_no_job_behind(
+    store: Store, collection: StoredCollection
+) -> None:
+    outcomes: list[str] = []
+
+    def creator(writer: int) -> None:
+        if writer == 0:
+            store.delete_collection(collection.id, Preconditions())
+            outcomes.append("deleted")
+            return
+        for n in range(3):
+            job = JobId(collection.id, f"late-{writer}-{n}")
+            try:
+                store.save_job(job, ENABLED, Preconditions(), store.job_slot(job), within=collection)
+                outcomes.append("created")
+            except NotFound:
+                outcomes.append("refused")
+
+    in_parallel(creator)
+    assert "deleted" in outcomes and len(outcomes) == 1 + (WRITERS - 1) * 3
+    assert store.collection(collection.id) is None
+    assert store.jobs(collection.id) == []
+
+
+def test_racing_run_nows_of_a_collection_are_accepted_one_per_count(
+    store: Store, collection: StoredCollection
+) -> None:
+    jobs = [create(store, JobId(collection.id, f"runner-{n}"))[0] for n in range(WRITERS)]
+    in_flight = store.run_nows_in_flight(collection.id)
+    accepted: list[bool] = []
+
+    def runner(writer: int) -> None:
+        stored = jobs[writer]
+        accepted.append(store.accept_run_now(stored, run_now(stored.document), in_flight) is not None)
+
+    in_parallel(runner)
+    assert accepted.count(True) == 1 and len(accepted) == WRITERS
+    assert store.run_nows_in_flight(collection.id).count == 1
