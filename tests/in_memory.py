@@ -57,7 +57,7 @@ class MemoryPipeline(Pipeline):
         )  # fmt: skip
         self.store, self.index = self.services.store, self.services.due_index
         self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
-        self.memory_queue: MemoryQueue = queues(EXECUTIONS_QUEUE)
+        self.queue: MemoryQueue = queues(EXECUTIONS_QUEUE)  # type: ignore[assignment]
         self.collection = CollectionId("sub-pipeline", "group", "jc-memory")
         self.services.scheduling.save_collection_with_jobs(
             self.collection, CollectionDocument.created(CollectionBody.model_validate(COLLECTION)),
@@ -67,18 +67,18 @@ class MemoryPipeline(Pipeline):
 
     def drain(self, on_message: Callable[[str, int], None] | None = None) -> int:
         handled = 0
-        while batch := list(self.memory_queue.receive_messages(max_messages=32)):
+        while batch := list(self.queue.receive_messages(max_messages=32)):
             for message in batch:
                 handled += 1
                 try:
                     (on_message or self.handle)(message.content, message.dequeue_count)
                 except Exception:  # as the Functions host does: again, or to the poison queue
                     if message.dequeue_count < MAX_DELIVERIES:
-                        self.memory_queue.update_message(message, visibility_timeout=0)
+                        self.queue.update_message(message, visibility_timeout=0)
                         continue
                     self.poisoned.append(message.content)
-                self.memory_queue.delete_message(message)
+                self.queue.delete_message(message)
         return handled
 
     def messages(self) -> list[dict[str, Any]]:
-        return [json.loads(m.content) for m in self.memory_queue.peek_messages(max_messages=32)]
+        return [json.loads(m.content) for m in self.queue.peek_messages(max_messages=32)]
