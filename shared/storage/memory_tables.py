@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.core.paging import ItemPaged
 from azure.storage.queue import QueueMessage, QueueProperties
 
@@ -236,15 +236,20 @@ class MemoryQueue:
         return [m for _, m in sorted(self._messages.items()) if m.visible_on <= now]
 
     def _held(self, message: str | QueueMessage, pop_receipt: str | None) -> _Message:
-        """The message by its id and latest pop receipt (ResourceNotFoundError as the service
-        answers when it is gone or the receipt is not its latest)."""
+        """The message by its id and latest pop receipt: as the queue service answers,
+        ResourceNotFoundError when it is gone, and a 400 (PopReceiptMismatch) when the receipt
+        is not its latest."""
         if isinstance(message, str):
             message_id, receipt = message, pop_receipt
         else:
             message_id, receipt = message.id, pop_receipt or message.pop_receipt
         held = self._messages.get(message_id)
-        if held is None or held.pop_receipt != receipt:
+        if held is None:
             raise ResourceNotFoundError("The specified message does not exist.")
+        if held.pop_receipt != receipt:
+            mismatch = HttpResponseError("The specified pop receipt did not match.")
+            mismatch.status_code, mismatch.error_code = 400, "PopReceiptMismatch"
+            raise mismatch
         return held
 
 
