@@ -248,7 +248,9 @@ class MemoryQueue:
             raise ResourceNotFoundError("The specified message does not exist.")
         if held.pop_receipt != receipt:
             mismatch = HttpResponseError("The specified pop receipt did not match.")
-            mismatch.status_code, mismatch.error_code = 400, "PopReceiptMismatch"
+            mismatch.status_code = 400
+            # Where storage_http.py puts the service's code (azure-core's errors declare none).
+            mismatch.error_code = "PopReceiptMismatch"  # type: ignore[attr-defined]
             raise mismatch
         return held
 
