@@ -39,7 +39,9 @@ from shared.storage.activity_log import ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Store
+from shared.storage.queue_http import QueueLike
 from shared.storage.role_assignments import RoleAssignments
+from shared.storage.table_http import TableServiceLike
 from shared.storage.table_store import TableStore
 from shared.telemetry import configure as configure_telemetry
 from shared.telemetry import current as telemetry
@@ -119,33 +121,42 @@ def build(
     follow_up_gathering: timedelta = FOLLOW_UP_GATHERING,
     action_timeout: float | None = None,
     store: Store | None = None,
+    tables: TableServiceLike | None = None,
+    queues: Callable[[str], QueueLike] | None = None,
 ) -> Services:
     """Every service, connected to the storage the settings name (tables and queue created).
 
     A test passes its own clock, queue and table names, and may pass a `store` built on the
-    same tables (one that wraps a TableStore to inject faults or count calls).
+    same tables (one that wraps a TableStore to inject faults or count calls). With `tables`
+    (a table service) and `queues` (a queue by its name) as well, no storage account is used:
+    tests/in_memory.py builds every service in memory that way.
     """
     quiet_third_party_loggers()  # before any client is built: none may log a target's URL
     identity = settings.storage_identity
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None
-    tables = table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
+    tables = tables or table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
     store = store or TableStore(tables)
     store.create_tables()
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
-    queue = queue_client(
-        settings,
-        queue_name,
-        credential,
-        message_encode_policy=TextBase64EncodePolicy(),
-        raw_request_hook=STORAGE_REQUESTS,
+    queue = (
+        queues(queue_name)
+        if queues
+        else queue_client(
+            settings,
+            queue_name,
+            credential,
+            message_encode_policy=TextBase64EncodePolicy(),
+            raw_request_hook=STORAGE_REQUESTS,
+        )
     )
     with contextlib.suppress(ResourceExistsError):
         queue.create_queue()
     due_index = DueIndex.in_service(tables, due_table)
     # Follow-ups wait a moment for others of the same second (shared.execution.dispatch).
     # Where the host moves a message after its last failed delivery (/health reports its depth).
-    poison = queue_client(settings, f"{queue_name}-poison", credential)
+    poison_queue = f"{queue_name}-poison"
+    poison = queues(poison_queue) if queues else queue_client(settings, poison_queue, credential)
     dispatcher = Dispatcher(
         queue, due_index, settings.horizon, coalesce=follow_up_gathering, poison=poison
     )

@@ -5,15 +5,19 @@ listings filter on). Entry ids sort newest first (shared/domain/history.py).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import TableTransactionError
+
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HistoryStatus
 from shared.domain.wire import JsonObject
-from shared.storage.batches import LARGEST_QUERY_PAGE, submit_batches
+from shared.storage.batches import LARGEST_BATCH, LARGEST_QUERY_PAGE, submit_batches
 from shared.storage.documents import HistoryEntry, PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
 from shared.storage.table_http import TableLike
@@ -92,14 +96,23 @@ class History:
         return [key["RowKey"][len(low) :] for key in keys]
 
     def remove(self, job: JobId, entry_ids: Iterable[str]) -> None:
+        """Forget these entries (those already gone are no matter)."""
         low, _ = history_range(job)
-        submit_batches(
-            self._table,
-            (
-                ("delete", {"PartitionKey": jobs_partition(job.collection), "RowKey": low + entry})
-                for entry in entry_ids
-            ),
-        )
+        partition = jobs_partition(job.collection)
+        keys = [low + entry for entry in entry_ids]
+        for start in range(0, len(keys), LARGEST_BATCH):
+            batch = keys[start : start + LARGEST_BATCH]
+            try:
+                self._table.submit_transaction(
+                    [("delete", {"PartitionKey": partition, "RowKey": key}) for key in batch]
+                )
+            except TableTransactionError as failed:
+                if failed.status_code != 404:
+                    raise
+                # One of them was gone already, and a batch is all or nothing: one at a time.
+                for key in batch:
+                    with contextlib.suppress(ResourceNotFoundError):
+                        self._table.delete_entity(partition, key)
 
     def delete_all(self, job: JobId) -> None:
         self.remove(job, self.ids(job))

@@ -1,0 +1,50 @@
+"""The stores the conformance suite holds to one contract: the in-memory one, and TableStore on
+the session's Azurite (marked `services`, so `make test-fast` runs only the first)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
+from shared.domain.ids import CollectionId
+from shared.storage.interface import Preconditions, Store, StoredCollection
+from shared.storage.memory_store import MemoryStore
+from shared.storage.table_store import TableStore
+
+_TABLE_STORES: dict[str, TableStore] = {}
+
+
+@pytest.fixture(params=["memory", pytest.param("table", marks=pytest.mark.services)])
+def store(request: pytest.FixtureRequest) -> Store:
+    if request.param == "memory":
+        return MemoryStore()
+    connection: str = request.getfixturevalue("storage")
+    if connection not in _TABLE_STORES:
+        _TABLE_STORES[connection] = TableStore.from_connection_string(connection)
+        _TABLE_STORES[connection].create_tables()
+    return _TABLE_STORES[connection]
+
+
+def collection_document(sku: str = "Standard") -> CollectionDocument:
+    body = {"location": "westeurope", "properties": {"sku": {"name": sku}}}
+    return CollectionDocument.created(CollectionBody.model_validate(body))
+
+
+@pytest.fixture
+def new_id() -> Callable[[], CollectionId]:
+    """A collection id no other test (nor an earlier run on the same Azurite) uses."""
+
+    def made() -> CollectionId:
+        return CollectionId("conformance", "Group", f"Jc-{uuid.uuid4().hex[:10]}")
+
+    return made
+
+
+@pytest.fixture
+def collection(store: Store, new_id: Callable[[], CollectionId]) -> StoredCollection:
+    stored, _ = store.save_collection(new_id(), collection_document(), Preconditions())
+    return stored
