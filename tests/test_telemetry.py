@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from importlib.metadata import entry_points
 from typing import Any
@@ -22,10 +23,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from shared import telemetry
 from shared.api.arm import serve
+from shared.domain.decisions import MOST_ALONGSIDE
 from shared.settings import SettingError, Settings
 from shared.telemetry import _UNTRACED_LIBRARIES, OFF, Telemetry, _entra_client_id
 from tests.pipeline import START, Pipeline
-from tests.targets import Target, token_endpoint
+from tests.targets import HeldAnswer, Target, token_endpoint
 
 MINUTE = timedelta(minutes=1)
 SECRET = "s3cr3t-sig"
@@ -134,6 +136,39 @@ def test_missed_occurrences_are_counted_as_postponed(
     assert recorded.counts("scheduler.executions", "outcome") == {
         ("postponed",): 10,
         ("completed",): 1,
+    }
+
+
+def test_an_occurrence_due_while_too_many_of_its_job_run_is_counted_as_skipped(
+    recorded: Recorded, pipeline: Pipeline, target: Target
+) -> None:
+    """overlapPolicy Allow: the occurrence due while MOST_ALONGSIDE are still at the target."""
+    held = HeldAnswer(hold_s=30)
+    target.respond("/busy", held)
+    every_minute = {"frequency": "Minute", "interval": 1}
+    pipeline.put_job(
+        "busy", http_job(target, "/busy", recurrence=every_minute) | {"overlapPolicy": "Allow"}
+    )
+    running: list[Future[None]] = []
+    with ThreadPoolExecutor(MOST_ALONGSIDE + 2) as side_by_side:  # as the host runs messages
+
+        def handle(text: str, dequeue_count: int) -> None:
+            running.append(side_by_side.submit(pipeline.handle, text, dequeue_count))
+
+        try:
+            for minute in range(MOST_ALONGSIDE):
+                pipeline.advance(MINUTE, on_message=handle)
+                target.wait_for("/busy", minute + 1)
+            pipeline.advance(MINUTE, on_message=handle)
+            running[-1].result(timeout=30)  # skipped at once, while the others are held
+            assert held.holding == MOST_ALONGSIDE
+        finally:
+            held.release()
+            for handled in running:
+                handled.result(timeout=30)
+    assert recorded.counts("scheduler.executions", "outcome") == {
+        ("completed",): MOST_ALONGSIDE,
+        ("skipped",): 1,
     }
 
 
