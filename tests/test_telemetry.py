@@ -26,6 +26,7 @@ from shared.api.arm import serve
 from shared.domain.decisions import MOST_ALONGSIDE
 from shared.settings import SettingError, Settings
 from shared.telemetry import _UNTRACED_LIBRARIES, OFF, Telemetry, _entra_client_id
+from tests.conftest import ROOT
 from tests.pipeline import START, Pipeline
 from tests.targets import HeldAnswer, Target, token_endpoint
 
@@ -348,6 +349,29 @@ def first_message_sent(storage: str, target: Target, hooks: Telemetry) -> dict[s
         telemetry.install(replaced)
     message: dict[str, Any] = json.loads(texts[0])
     return message
+
+
+def test_the_query_that_follows_one_slow_run_asks_for_what_its_spans_carry(
+    recorded: Recorded, pipeline: Pipeline, target: Target
+) -> None:
+    """docs/deployment.md's query, checked against the spans of a real execution: a renamed
+    attribute would make it find nothing."""
+    target.answer("/followed", 200)
+    pipeline.put_job("followed", http_job(target, "/followed"))
+    pipeline.advance(MINUTE)
+    spans = recorded.spans.get_finished_spans()
+    recorded_names = {key for span in spans for key in (span.attributes or {})}
+    deployment = (ROOT / "docs" / "deployment.md").read_text()
+    traces = deployment.split("## Metrics and alerts")[1].split("### The alerts")[0]
+    [query] = re.findall(
+        r"```kusto\n(.*?)```", traces.split("### Following one slow run")[1], re.DOTALL
+    )
+    asked = set(re.findall(r'customDimensions\["([\w.]+)"\]', query))
+    assert {"scheduler.execution_id", "scheduler.expected", "job"} <= asked
+    assert asked <= recorded_names
+    assert {span.name for span in spans} == {"hand off", "execution", "call target"}
+    for name in ("hand off", "execution", "call target"):  # each span is described
+        assert f"`{name}`" in traces
 
 
 def started(span: ReadableSpan) -> int:
