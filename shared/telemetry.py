@@ -185,7 +185,7 @@ class Telemetry:
 
         with self._tracer.start_as_current_span(
             EXECUTION_SPAN,
-            context=_carried(delivery),  # None: under whatever is current, as a message before
+            context=_carried(delivery),  # None: under whatever is current, as before trace contexts
             kind=SpanKind.CONSUMER,
             # The try's own attributes are written with its outcome: for a late occurrence the
             # one that runs is not the one delivered.
