@@ -297,6 +297,23 @@ def test_deliveries_sharing_a_message_each_carry_a_trace_of_their_own(
     assert len({span.context.trace_id for span in by_job.values()}) == 3
 
 
+def test_a_delivery_sent_again_adds_a_hand_off_to_its_trace(
+    recorded: Recorded, pipeline: Pipeline, target: Target
+) -> None:
+    """A message that came too early to wait for goes back on the queue, in the same trace."""
+    target.answer("/early", 200)
+    pipeline.put_job("early", http_job(target, "/early"))
+    taken: list[str] = []
+    pipeline.advance(MINUTE, on_message=lambda text, dequeue_count: taken.append(text))
+    pipeline.clock.at -= MINUTE  # as if it had come a minute before its time
+    pipeline.handle(taken[0], 1)
+    assert not target.received("/early") and not recorded.finished("execution")
+    first, again = sorted(recorded.finished("hand off"), key=started)
+    assert first.parent is None
+    assert again.parent is not None and again.parent.span_id == first.context.span_id
+    assert again.context.trace_id == first.context.trace_id
+
+
 def test_a_message_without_a_trace_context_still_runs_in_a_trace_of_its_own(
     recorded: Recorded, pipeline: Pipeline, target: Target
 ) -> None:
