@@ -1,8 +1,10 @@
 """CPU the telemetry hooks add to one execution, measured in-process without storage or a target.
 
-One execution's hooks, as the executor calls them (shared/execution/worker.py): the execution
-span, its `call target` child, and `executed` (four counters and histograms,
-the span's attributes), run `--executions` times with the OpenTelemetry SDK recording in memory
+One execution's hooks, as the dispatcher and the executor call them
+(shared/execution/dispatch.py, worker.py): the `hand off` span around the send to the queue,
+its trace context carried in the delivery and read back by the execution span, that span's
+`call target` child, and `executed` (four counters and histograms, the span's attributes),
+run `--executions` times with the OpenTelemetry SDK recording in memory
 (`SCHEDULER_TELEMETRY_EXPORTER=memory`: metrics aggregated in memory, spans batched and
 dropped), and again with telemetry off. The difference per execution, in process CPU time, is
 what metrics cost an execution; set beside `bench.cpu`'s host CPU per execution it gives the
@@ -35,6 +37,8 @@ class _Document:
 
 def one_execution(hooks: telemetry.Telemetry, delivery: Delivery, outcome: Outcome) -> None:
     settlement = Settlement(_Document(), [], [])  # type: ignore[arg-type]
+    with hooks.handing_off([delivery]) as handed:
+        [delivery] = handed
     with hooks.execution(delivery):
         with hooks.step("call target"):
             pass

@@ -15,10 +15,16 @@ infra/app/monitoring.bicep query them):
 - `scheduler.api.requests` by `route` (the operation's name, never a path: a path names
   subscriptions and jobs) and `status`.
 
-A trace per execution: a span `execution` (kind consumer, so Application Insights lists it among
-requests) from the moment the executor takes the delivery to the recorded outcome, with a child
-for the call to the target. Its attributes name the job, the try and the
-execution id the target received; never a URL, a header or a message (they may carry secrets).
+A trace per execution, from the hand-off to the target's answer. A span `hand off` (kind
+producer) around the send that puts a delivery on the execution queue: the timer's tick, or
+the save or run that queued it directly when it is due within the horizon. Its W3C trace
+context travels in the delivery (`Delivery.trace_context`), and the executor continues it: a
+span `execution` (kind consumer, so Application Insights lists it among requests) from the
+moment it takes the delivery to the recorded outcome, with a child `call target`. A retry or
+the errorAction continues the trace of the try before it (its hand-off is a child of that
+try's execution); the next occurrence starts a trace of its own. The attributes name the job,
+the try and the execution id the target received; never a URL, a header or a message (they
+may carry secrets).
 """
 
 # OpenTelemetry is imported where it is first needed, so that a process without telemetry never
@@ -29,8 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +49,7 @@ from shared.domain.wire import iso
 from shared.logs import app_logger
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.metrics import Meter, MeterProvider, Observation
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
@@ -50,13 +58,14 @@ if TYPE_CHECKING:
 log = app_logger("scheduler.telemetry")
 INSTRUMENTATION = "scheduler"
 EXECUTION_SPAN = "execution"  # the alert on lateness finds the executions' spans by this name
+HAND_OFF_SPAN = "hand off"
 OUTCOMES = ("completed", "failed", "faulted", "skipped", "postponed")
 # The execution span of the delivery this thread (or task) handles: its outcome is written on it
 # from inside a child span.
 _execution: ContextVar[Span | None] = ContextVar("execution_span", default=None)
 # The libraries the distro would trace by default. Their spans carry full URLs, and a target's
 # query string may hold a secret (`?sig=`, `?code=`): none is traced, only our own spans.
-_UNTRACED_LIBRARIES = ("azure_sdk", "django", "fastapi", "flask", "httpx", "psycopg2",
+_UNTRACED_LIBRARIES = ("azure_sdk", "django", "fastapi", "flask", "httpx", "httpx2", "psycopg2",
                        "requests", "urllib", "urllib3")  # fmt: skip
 
 
@@ -111,11 +120,64 @@ class Telemetry:
             tracer_provider.get_tracer(INSTRUMENTATION) if tracer_provider is not None else None
         )
 
+    # --- the hand-off to the queue ---
+
+    def continuing(self, deliveries: Sequence[Delivery]) -> Sequence[Delivery]:
+        """The deliveries, those that continue the execution this thread runs (a retry, the
+        errorAction, a delivery sent again) carrying its trace context, so that their hand-off
+        joins its trace; the others (the next occurrence) start traces of their own."""
+        span = _execution.get()
+        if span is None:
+            return deliveries
+        context = _context_of(span)
+        return [
+            replace(delivery, trace_context=context) if _continues(delivery) else delivery
+            for delivery in deliveries
+        ]
+
+    @contextlib.contextmanager
+    def handing_off(self, deliveries: Sequence[Delivery]) -> Iterator[Sequence[Delivery]]:
+        """A span `hand off` for each delivery, around the send of their message: the first of
+        a trace, or the next of the one the delivery carries. Yields the deliveries carrying
+        their hand-off's context, for the message."""
+        if self._tracer is None:
+            yield deliveries
+            return
+        from opentelemetry.context import Context
+        from opentelemetry.trace import SpanKind, StatusCode
+
+        spans = [
+            self._tracer.start_span(
+                HAND_OFF_SPAN,
+                context=_carried(delivery) or Context(),  # an empty context: a new trace
+                kind=SpanKind.PRODUCER,
+                attributes={
+                    **_attempt_attributes(delivery.job, delivery.pending.attempt),
+                    **_job_attributes(delivery.job),
+                    "scheduler.due": iso(delivery.pending.due),
+                },
+            )
+            for delivery in deliveries
+        ]
+        try:
+            yield [
+                replace(delivery, trace_context=_context_of(span))
+                for delivery, span in zip(deliveries, spans, strict=True)
+            ]
+        except BaseException as failure:
+            for span in spans:  # the type only: a storage error's text can name a SAS token
+                span.set_status(StatusCode.ERROR, f"not sent: {type(failure).__name__}")
+            raise
+        finally:
+            for span in spans:
+                span.end()
+
     # --- the executor ---
 
     @contextlib.contextmanager
     def execution(self, delivery: Delivery) -> Iterator[None]:
-        """The span of one execution, around everything the executor does with a delivery."""
+        """The span of one execution, around everything the executor does with a delivery: a
+        child of its hand-off when the delivery carries that span's context."""
         if self._tracer is None:
             yield
             return
@@ -123,6 +185,7 @@ class Telemetry:
 
         with self._tracer.start_as_current_span(
             EXECUTION_SPAN,
+            context=_carried(delivery),  # None: under whatever is current, as before trace contexts
             kind=SpanKind.CONSUMER,
             # The try's own attributes are written with its outcome: for a late occurrence the
             # one that runs is not the one delivered.
@@ -249,6 +312,33 @@ def _attempt_attributes(job: JobId, attempt: Attempt) -> dict[str, str | int | b
 
 def _ms(span: timedelta) -> float:
     return span / timedelta(milliseconds=1)
+
+
+def _continues(delivery: Delivery) -> bool:
+    """Whether the delivery, sent from an execution, belongs to that execution's occurrence:
+    a try after the first, or one carrying a trace already (the delivery itself, sent again)."""
+    return bool(delivery.trace_context) or not delivery.pending.attempt.starts_occurrence
+
+
+def _context_of(span: Span) -> tuple[tuple[str, str], ...]:
+    """The span's W3C trace context, as the headers `traceparent` (and `tracestate`)."""
+    from opentelemetry.trace import set_span_in_context
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier, context=set_span_in_context(span))
+    return tuple(carrier.items())
+
+
+def _carried(delivery: Delivery) -> Context | None:
+    """The trace context the delivery carries, or None if it carries none (a message of a
+    process without telemetry, or older than trace contexts); one that does not parse gives
+    an empty context, so a new trace."""
+    if not delivery.trace_context:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract(dict(delivery.trace_context))
 
 
 OFF = Telemetry()

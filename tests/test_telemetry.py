@@ -5,7 +5,9 @@ and a real HTTP target (tests/pipeline.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
+from importlib.metadata import entry_points
 from typing import Any
 
 import azure.functions as func
@@ -15,14 +17,14 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
 
 from shared import telemetry
 from shared.api.arm import serve
+from shared.domain.decisions import MOST_ALONGSIDE
 from shared.settings import SettingError, Settings
-from shared.telemetry import OFF, Telemetry, _entra_client_id
+from shared.telemetry import _UNTRACED_LIBRARIES, OFF, Telemetry, _entra_client_id
 from tests.pipeline import START, Pipeline
-from tests.targets import Target
+from tests.targets import HeldAnswer, Target, token_endpoint
 
 MINUTE = timedelta(minutes=1)
 SECRET = "s3cr3t-sig"
@@ -134,50 +136,73 @@ def test_missed_occurrences_are_counted_as_postponed(
     }
 
 
-def test_an_execution_is_one_trace_from_the_delivery_to_the_recorded_outcome(
+def test_an_occurrence_due_while_too_many_of_its_job_run_is_counted_as_skipped(
     recorded: Recorded, pipeline: Pipeline, target: Target
 ) -> None:
-    target.answer("/traced", 500)
-    action = http_job(target, "/traced")["action"] | {"retryPolicy": {"retryType": "None"}}
-    job = pipeline.put_job("traced", http_job(target, "/traced") | {"action": action})
-    pipeline.advance(MINUTE)
-    [call] = target.received("/traced")
-    [execution] = recorded.finished("execution")
-    [called] = recorded.finished("call target")
-    assert execution.kind is SpanKind.CONSUMER
-    assert execution.parent is None
-    assert called.parent is not None and called.parent.span_id == execution.context.span_id
-    assert called.context.trace_id == execution.context.trace_id
-    assert called.start_time is not None and called.end_time is not None
-    assert execution.start_time is not None and execution.end_time is not None
-    assert execution.start_time <= called.start_time and called.end_time <= execution.end_time
-    attributes = dict(execution.attributes or {})
-    assert attributes["scheduler.execution_id"] == call.headers["x-ms-scheduler-execution-id"]
-    assert attributes["collection"] == job.collection.name and attributes["job"] == "traced"
-    assert attributes["scheduler.outcome"] == "faulted"
-    assert attributes["scheduler.retry"] == 0 and attributes["scheduler.action"] == "MainAction"
-    assert (
-        attributes["scheduler.due"]
-        == attributes["scheduler.expected"]
-        == START.isoformat().replace("+00:00", "Z")
+    """overlapPolicy Allow: the occurrence due while MOST_ALONGSIDE are still at the target."""
+    held = HeldAnswer(hold_s=30)
+    target.respond("/busy", held)
+    every_minute = {"frequency": "Minute", "interval": 1}
+    pipeline.put_job(
+        "busy", http_job(target, "/busy", recurrence=every_minute) | {"overlapPolicy": "Allow"}
     )
-    assert float(attributes["scheduler.lateness_ms"]) >= 0  # type: ignore[arg-type]
-    assert execution.status.status_code is StatusCode.ERROR
+    running: list[Future[None]] = []
+    with ThreadPoolExecutor(MOST_ALONGSIDE + 2) as side_by_side:  # as the host runs messages
+
+        def handle(text: str, dequeue_count: int) -> None:
+            running.append(side_by_side.submit(pipeline.handle, text, dequeue_count))
+
+        try:
+            for minute in range(MOST_ALONGSIDE):
+                pipeline.advance(MINUTE, on_message=handle)
+                target.wait_for("/busy", minute + 1)
+            pipeline.advance(MINUTE, on_message=handle)
+            running[-1].result(timeout=30)  # skipped at once, while the others are held
+            assert held.holding == MOST_ALONGSIDE
+        finally:
+            held.release()
+            for handled in running:
+                handled.result(timeout=30)
+    assert recorded.counts("scheduler.executions", "outcome") == {
+        ("completed",): MOST_ALONGSIDE,
+        ("skipped",): 1,
+    }
 
 
 def test_no_attribute_of_any_span_or_metric_carries_a_secret_or_a_url(
-    recorded: Recorded, pipeline: Pipeline, target: Target
+    recorded: Recorded, storage: str, target: Target
 ) -> None:
+    """Secrets in a query string (a SAS), a header, a body, a Basic password (the Authorization
+    header) and an OAuth client secret and token; nor in the trace context the messages carry."""
+    pipeline = Pipeline(storage, authority=target.url(""))
     target.answer("/secretive", 200, SECRET.encode())
-    pipeline.put_job("secretive", http_job(target, "/secretive"))
-    pipeline.advance(MINUTE)
+    basic = {"type": "Basic", "username": "scheduler", "password": SECRET}
+    action = http_job(target, "/secretive")["action"]
+    action["request"]["authentication"] = basic
+    pipeline.put_job("secretive", http_job(target, "/secretive") | {"action": action})
+    path, token_endpoint_answers = token_endpoint("contoso", "app-id", SECRET, f"{SECRET}-token")
+    target.respond(path, token_endpoint_answers)
+    target.answer("/signed-in", 500, SECRET.encode())
+    oauth = {"type": "ActiveDirectoryOAuth", "tenant": "contoso", "clientId": "app-id",
+             "secret": SECRET, "audience": "https://management.core.windows.net/"}  # fmt: skip
+    action = http_job(target, "/signed-in")["action"] | {"retryPolicy": {"retryType": "None"}}
+    action["request"]["authentication"] = oauth
+    pipeline.put_job("signed-in", http_job(target, "/signed-in") | {"action": action})
+    texts: list[str] = []
+
+    def handle(text: str, dequeue_count: int) -> None:
+        texts.append(text)
+        pipeline.handle(text, dequeue_count)
+
+    pipeline.advance(MINUTE, on_message=handle)
     assert target.received("/secretive")
-    values = [
-        value
-        for span in recorded.spans.get_finished_spans()
-        for value in (span.attributes or {}).values()
-    ]
-    values += [span.status.description for span in recorded.spans.get_finished_spans()]
+    [signed_in] = target.received("/signed-in")
+    assert signed_in.headers["authorization"].startswith(f"Bearer {SECRET}-token")
+    spans = recorded.spans.get_finished_spans()
+    assert {span.name for span in spans} == {"hand off", "execution", "call target"}
+    values = [value for span in spans for value in (span.attributes or {}).values()]
+    values += [span.status.description for span in spans]
+    values += texts
     data = recorded.reader.get_metrics_data()
     assert data is not None
     for resource in data.resource_metrics:
@@ -192,6 +217,20 @@ def test_no_attribute_of_any_span_or_metric_carries_a_secret_or_a_url(
     text = " ".join(str(value) for value in values)
     assert SECRET not in text
     assert "http://" not in text and "127.0.0.1" not in text
+
+
+def test_the_distro_traces_none_of_the_libraries_it_would_by_default() -> None:
+    """Their spans carry full URLs (a SAS in a query string), and the HTTP clients' would send
+    the trace context to every target: each installed instrumentation the distro turns on by
+    default is turned off, so only the app's own spans are recorded."""
+    from azure.monitor.opentelemetry._constants import (  # noqa: PLC0415 (where the list is)
+        _ALL_SUPPORTED_INSTRUMENTED_LIBRARIES,
+    )
+
+    installed = {point.name for point in entry_points(group="opentelemetry_instrumentor")}
+    traced_by_default = installed & set(_ALL_SUPPORTED_INSTRUMENTED_LIBRARIES)
+    assert {"httpx", "requests", "urllib3"} <= traced_by_default  # so that this checks something
+    assert traced_by_default <= set(_UNTRACED_LIBRARIES)
 
 
 def test_the_queues_depths_are_observed_when_the_metrics_are_read(

@@ -17,6 +17,11 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName
 from shared.domain.wire import JsonObject, iso, parse_iso
 
+# The W3C trace context's headers, which a delivery may carry. One that is absent (a message sent
+# before they existed, or by a process without telemetry) or not a text is no error: the
+# delivery runs in a trace of its own.
+TRACE_CONTEXT_FIELDS = ("traceparent", "tracestate")
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -140,12 +145,17 @@ class Delivery:
     defined_at: datetime  # when the definition it belongs to was saved
     pending: Pending
     sent_at: datetime | None = None  # when it was put on the queue
+    # The W3C trace context (`traceparent`, and `tracestate` if any) of the span that handed it
+    # to the queue, or of the execution it continues, as header names and values: what
+    # shared/telemetry.py writes and reads. Empty while telemetry is off, and then not written;
+    # written under the headers' own names, the shortest (a message carries up to 64).
+    trace_context: tuple[tuple[str, str], ...] = ()
 
     def to_wire(self) -> JsonObject:
         """The delivery as JSON, as a queue message or a due-index row carries it."""
         collection = self.job.collection
         sent = {} if self.sent_at is None else {"sentAt": iso(self.sent_at)}
-        return sent | {
+        wire = sent | {
             "job": {
                 "subscription": collection.subscription,
                 "resourceGroup": collection.resource_group,
@@ -155,6 +165,7 @@ class Delivery:
             "definedAt": iso(self.defined_at),
             "attempt": self.pending.to_wire(),
         }
+        return wire | dict(self.trace_context) if self.trace_context else wire
 
     @classmethod
     def from_wire(cls, wire: JsonObject) -> Delivery:
@@ -167,4 +178,9 @@ class Delivery:
             parse_iso(str(wire["definedAt"])),
             Pending.from_wire(wire["attempt"]),
             parse_iso(sent_at) if sent_at else None,
+            tuple(
+                (name, value)
+                for name in TRACE_CONTEXT_FIELDS
+                if isinstance(value := wire.get(name), str)
+            ),
         )

@@ -39,6 +39,7 @@ from shared.execution.messages import MOST_PER_MESSAGE, Deliveries
 from shared.logs import app_logger
 from shared.storage.due_index import DueIndex
 from shared.storage.queue_http import QueueLike
+from shared.telemetry import current as telemetry
 
 log = app_logger("scheduler.dispatch")
 EARLY = timedelta(seconds=0.5)
@@ -141,7 +142,7 @@ class Dispatcher:
         """Queue what is due within the horizon (grouped by second), index the rest. Each
         delivery is stamped with `now` as its first send, unless it already has one."""
         soon, indexed = [], []
-        for delivery in deliveries:
+        for delivery in telemetry().continuing(list(deliveries)):
             stamped = _stamped(delivery, now)
             if delivery.pending.due - now <= self.horizon:
                 soon.append(stamped)
@@ -165,6 +166,8 @@ class Dispatcher:
         """As `dispatch`, but queue-bound attempts first wait up to `coalesce` (real time) for
         others of the same second from other threads, and share their messages (`together`).
         Returns once they are sent (or raises what the send raised)."""
+        # Traced here, in the caller's thread: another thread may send them.
+        deliveries = telemetry().continuing(deliveries)
         soon = [d for d in deliveries if d.pending.due - now <= self.horizon]
         later = [d for d in deliveries if d.pending.due - now > self.horizon]
         self.dispatch(later, now)
@@ -185,7 +188,7 @@ class Dispatcher:
     ) -> None:
         """Put one delivery back on the queue, visible shortly before it is due (`at_least`
         from now), keeping its first send."""
-        self._send([delivery], now, at_least=at_least)
+        self._send(telemetry().continuing([delivery]), now, at_least=at_least)
 
     def _send_by_second(
         self, deliveries: Iterable[Delivery], now: datetime
@@ -226,10 +229,11 @@ class Dispatcher:
     def _send(
         self, deliveries: Sequence[Delivery], now: datetime, *, at_least: timedelta = timedelta(0)
     ) -> tuple[str, str]:
-        message = Deliveries(tuple(_stamped(delivery, now) for delivery in deliveries))
-        return messages.send(
-            self._queue, message, visible_in=max(message.due - now - EARLY, at_least)
-        )
+        with telemetry().handing_off(deliveries) as traced:
+            message = Deliveries(tuple(_stamped(delivery, now) for delivery in traced))
+            return messages.send(
+                self._queue, message, visible_in=max(message.due - now - EARLY, at_least)
+            )
 
 
 def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> list[list[Item]]:

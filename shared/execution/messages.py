@@ -7,6 +7,11 @@ the shape of a single delivery (`Delivery.to_wire`), several travel as `{"delive
 shared/execution/fan_out.py), which the executor moves to the queue. The executor function
 decodes a message once (`from_wire`) and hands the typed message on.
 
+With telemetry on, each delivery also carries the W3C trace context of its hand-off
+(`traceparent`, beside its `job` and `attempt`), so that the executor continues that trace
+(shared/telemetry.py); without telemetry nothing is added, and a delivery without one runs as
+before, in a trace of its own.
+
 Every message is sent by `send`: it never expires, since one that waits out a long backlog must
 still run.
 """

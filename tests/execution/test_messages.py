@@ -5,6 +5,7 @@ for how long an early attempt waits."""
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,11 +28,25 @@ T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 ONE = Deliveries((Delivery(JOB, T0, Pending(Attempt(T0), T0), sent_at=T0),))
 RANGE = DueRange("20261127T0900-3", "0900", "0905")
+TRACE_CONTEXT = (
+    ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+    ("tracestate", "congo=t61rcWkgMzE"),
+)
+TRACED = Deliveries((replace(ONE.carried[0], trace_context=TRACE_CONTEXT),))
 
 
-@pytest.mark.parametrize("message", [ONE, RANGE], ids=["deliveries", "range"])
+@pytest.mark.parametrize(
+    "message", [ONE, TRACED, RANGE], ids=["deliveries", "with-trace-context", "range"]
+)
 def test_each_kind_reads_back_as_it_was_sent(message: Deliveries | DueRange) -> None:
     assert from_wire(to_wire(message)) == message
+
+
+def test_a_trace_context_that_is_not_text_is_left_out_and_the_delivery_still_reads() -> None:
+    text = to_wire(ONE).replace('"attempt":', '"traceparent":7,"tracestate":null,"attempt":')
+    assert '"traceparent":7' in text
+    assert from_wire(text) == ONE
+    assert "trace" not in to_wire(ONE)  # without one, nothing is written
 
 
 @pytest.mark.parametrize(
@@ -41,7 +56,9 @@ def test_each_kind_reads_back_as_it_was_sent(message: Deliveries | DueRange) -> 
     ids=["not-json", "a-list", "a-string", "empty", "range-without-low", "range-not-an-object",
          "no-deliveries", "delivery-without-fields"],
 )  # fmt: skip
-def test_anything_else_is_refused_and_dropped_with_a_log_line(text: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_anything_else_is_refused_and_dropped_with_a_log_line(
+    text: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with pytest.raises(MalformedMessage):
         from_wire(text)
     assert received(text) is None
@@ -64,5 +81,7 @@ def test_every_message_lives_for_ever_on_the_queue(pipeline: Pipeline) -> None:
      (MOST_EARLY + timedelta(milliseconds=1), None)],
     ids=["late", "on-time", "early", "as-early-as-waited-for", "too-early"],
 )  # fmt: skip
-def test_an_attempt_waits_until_it_is_due_unless_it_came_too_early(early: timedelta, wait: timedelta | None) -> None:
+def test_an_attempt_waits_until_it_is_due_unless_it_came_too_early(
+    early: timedelta, wait: timedelta | None
+) -> None:
     assert time_to_wait(T0 + early, T0) == wait
