@@ -35,7 +35,7 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 
 from shared.domain.attempts import Delivery
 from shared.execution import messages
-from shared.execution.messages import MOST_PER_MESSAGE, Deliveries
+from shared.execution.messages import MOST_BYTES_PER_MESSAGE, MOST_PER_MESSAGE, Deliveries
 from shared.logs import app_logger
 from shared.storage.due_index import DueIndex
 from shared.storage.queue_http import QueueLike
@@ -238,17 +238,31 @@ class Dispatcher:
 
 def together(items: Iterable[Item], delivery_of: Callable[[Item], Delivery]) -> list[list[Item]]:
     """The items in groups that share one message: those whose deliveries become visible in the
-    same second, at most `MOST_PER_MESSAGE` a group. A second that needs several messages gets
-    them of even size (80 as 40 and 40, not 64 and 16): each message runs in one process, so the
-    largest one sets how late the last of that second starts."""
+    same second, at most `MOST_PER_MESSAGE` a group and `MOST_BYTES_PER_MESSAGE` of JSON (long
+    names, and overlapPolicy Allow's record of the try that began, make 64 deliveries too big
+    for one message). A second that needs several messages gets them of even size (80 as 40 and
+    40, not 64 and 16): each message runs in one process, so the largest one sets how late the
+    last of that second starts."""
     by_second: dict[int, list[Item]] = defaultdict(list)
     for item in items:
         by_second[_visible_second(delivery_of(item))].append(item)
     groups = []
     for group in by_second.values():
-        size = math.ceil(len(group) / math.ceil(len(group) / MOST_PER_MESSAGE))
-        groups += [group[start : start + size] for start in range(0, len(group), size)]
+        groups += _even_parts(group, [messages.wire_size(delivery_of(item)) for item in group])
     return groups
+
+
+def _even_parts(group: list[Item], sizes: list[int]) -> list[list[Item]]:
+    """The group cut into the fewest runs of even length that each fit in one message."""
+    parts = max(
+        math.ceil(len(group) / MOST_PER_MESSAGE), math.ceil(sum(sizes) / MOST_BYTES_PER_MESSAGE)
+    )
+    while True:  # ends: a delivery alone is far below the bound
+        length = math.ceil(len(group) / parts)
+        starts = range(0, len(group), length)
+        if all(sum(sizes[start : start + length]) <= MOST_BYTES_PER_MESSAGE for start in starts):
+            return [group[start : start + length] for start in starts]
+        parts += 1
 
 
 def _text_of(content: str) -> str:

@@ -29,7 +29,15 @@ from shared.logs import app_logger
 from shared.storage.queue_http import QueueLike
 
 log = app_logger("scheduler.executor")  # a message dropped is the executor's to report
-MOST_PER_MESSAGE = 64  # deliveries one queue message carries: ~30 KiB, inside the 64 KiB limit
+MOST_PER_MESSAGE = 64  # deliveries one queue message carries, when their size allows
+# A queue message holds at most 64 KiB, counted as sent: in base64 (host.json's messageEncoding),
+# 4 characters for every 3 bytes of JSON. Less the few bytes around the deliveries.
+MOST_BYTES_PER_MESSAGE = 65536 // 4 * 3 - 64
+# What a delivery gains when its message is sent: its first send time if it has none yet
+# (`"sentAt":"...",`, up to microseconds), and the hand-off's trace context if it carries none
+# (`,"traceparent":"..."`, 55 characters; a carried one is replaced by one of the same size).
+_SENT_AT_BYTES = 40
+_TRACE_CONTEXT_BYTES = 72
 RANGE_KIND = "dueRange"  # the key that tells a range message from deliveries
 _GROUP = "deliveries"  # the key of several deliveries in one message
 _NEVER_EXPIRES = -1  # the queue's time-to-live for "never"
@@ -88,6 +96,13 @@ class DueRange:
 
 
 Message = Deliveries | DueRange
+
+
+def wire_size(delivery: Delivery) -> int:
+    """How many bytes the delivery takes in a message's JSON once sent, with the comma that
+    separates it from the next (names are ASCII: characters are bytes)."""
+    gains = _TRACE_CONTEXT_BYTES + (_SENT_AT_BYTES if delivery.sent_at is None else 0)
+    return len(json.dumps(delivery.to_wire(), separators=(",", ":"))) + gains + 1
 
 
 def to_wire(message: Message) -> str:

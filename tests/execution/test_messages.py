@@ -12,6 +12,7 @@ import pytest
 
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.ids import CollectionId, JobId
+from shared.execution.dispatch import together
 from shared.execution.messages import (
     Deliveries,
     DueRange,
@@ -85,3 +86,33 @@ def test_an_attempt_waits_until_it_is_due_unless_it_came_too_early(
     early: timedelta, wait: timedelta | None
 ) -> None:
     assert time_to_wait(T0 + early, T0) == wait
+
+
+def test_deliveries_of_one_second_are_cut_into_messages_that_each_fit_the_queues_64_kib() -> None:
+    """64 deliveries with the longest names the API allows, each carrying the try that began and
+    a trace context, are too big for one message (74 KiB in base64): they are cut in even parts,
+    each within the queue's bound once the hand-off adds its trace context."""
+    longest = CollectionId("s" * 64, "g" * 90, "c" * 100)
+    began = Attempt(T0, retry=3)
+    deliveries = [
+        Delivery(JobId(longest, f"{index:03}" + "j" * 97), T0, Pending(Attempt(T0), T0, began))
+        for index in range(64)
+    ]
+    groups = together(deliveries, lambda delivery: delivery)
+    traced = [
+        Deliveries(tuple(replace(d, sent_at=T0, trace_context=TRACE_CONTEXT[:1]) for d in group))
+        for group in groups
+    ]
+    sizes = [len(base64.b64encode(to_wire(message).encode())) for message in traced]
+    assert len(groups) == 2 and [len(group) for group in groups] == [32, 32]
+    assert max(sizes) <= 65536 < sum(sizes)
+    assert [d for group in groups for d in group] == deliveries  # none lost, none twice
+
+
+def test_short_deliveries_of_one_second_still_share_one_message_up_to_64() -> None:
+    deliveries = [
+        Delivery(JobId(JOB.collection, f"j{index}"), T0, Pending(Attempt(T0), T0))
+        for index in range(80)
+    ]
+    assert [len(group) for group in together(deliveries, lambda delivery: delivery)] == [40, 40]
+    assert [len(group) for group in together(deliveries[:64], lambda delivery: delivery)] == [64]
