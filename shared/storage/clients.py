@@ -13,7 +13,6 @@ from typing import Any, cast
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.data.tables import TableServiceClient
-from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.storage.queue import QueueClient, QueueServiceClient
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
@@ -32,6 +31,10 @@ from shared.transport import environment_settings, with_pooled_transport
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:
     """The credential the settings name: the managed identity, or the default chain."""
+    # Imported here: azure-identity is a tenth of a second or more of every cold start's import,
+    # and only storage reached by identity (in Azure) needs it, once per process.
+    from azure.identity import DefaultAzureCredential, ManagedIdentityCredential  # noqa: PLC0415
+
     if identity.credential == "managedidentity":
         return ManagedIdentityCredential(client_id=identity.client_id)
     return DefaultAzureCredential(managed_identity_client_id=identity.client_id)
