@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
-from azure.storage.queue import TextBase64EncodePolicy
 
 from shared.actions import ActionPerformer, Actions
 from shared.actions.deferred import BuiltOnFirstUse
@@ -33,6 +32,7 @@ from shared.storage.activity_log import ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Store
+from shared.storage.queue_http import Base64Text
 from shared.storage.role_assignments import RoleAssignments
 from shared.storage.table_store import TableStore
 from shared.telemetry import configure as configure_telemetry
@@ -131,7 +131,7 @@ def build(
         settings,
         queue_name,
         credential,
-        message_encode_policy=TextBase64EncodePolicy(),
+        message_encode_policy=Base64Text(),
         raw_request_hook=STORAGE_REQUESTS,
     )
     with contextlib.suppress(ResourceExistsError):
