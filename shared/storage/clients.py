@@ -167,7 +167,10 @@ def queue_service(connection: str) -> tuple[str, str, str]:
     The Table SDK (which the app imports anyway) reads the account and key, so that the Queue
     SDK, a tenth of a second of import, stays off a cold start's path.
     """
-    credential = TableServiceClient.from_connection_string(connection).credential
+    try:
+        credential = TableServiceClient.from_connection_string(connection).credential
+    except ValueError:  # no account to find an endpoint for (a SAS with a queue endpoint, say)
+        credential = None
     if not isinstance(credential, AzureNamedKeyCredential):
         raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
     account, key = credential.named_key
