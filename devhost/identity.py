@@ -27,10 +27,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+# PyJWT and cryptography are imported where they are used: a worker of the local host imports
+# this module, and they are a tenth of a second of its start that a host without sign-in
+# (WEBSITE_AUTH_ENABLED off) never needs.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 log = logging.getLogger("devhost.identity")
 
@@ -58,6 +61,9 @@ def identity_folder(environment: Mapping[str, str] = os.environ) -> Path:
 
 def signing_key(folder: Path) -> rsa.RSAPrivateKey:
     """The local issuer's key, kept in `folder` (readable by its owner only); made on first use."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
+
     path = folder / KEY_NAME
     try:
         loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
@@ -117,6 +123,8 @@ def mint(
         "roles": list(roles),
         "ver": "1.0",
     }
+    import jwt  # noqa: PLC0415
+
     return jwt.encode(claims, signing_key(folder), algorithm=ALGORITHM)
 
 
@@ -132,6 +140,8 @@ class LocalSignIn:
 
     def claims(self, token: str) -> dict[str, object] | None:
         """The token's claims if it is good, else None (why is logged)."""
+        import jwt  # noqa: PLC0415
+
         try:
             # One algorithm only: a token that says `none` or HS256 is refused before any check.
             decoded: dict[str, object] = jwt.decode(

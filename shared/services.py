@@ -17,17 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 from azure.core.exceptions import ResourceExistsError
-from azure.storage.queue import TextBase64EncodePolicy
 
 from shared.actions import ActionPerformer, Actions
-from shared.actions.http import HttpActions
-from shared.actions.managed_identity import IdentityTokens, storage_hosts
-from shared.actions.oauth import TokenCache
-from shared.actions.outbound import OutboundPolicy, tls_context
-from shared.actions.service_bus import ServiceBusActions
-from shared.actions.storage_queue import StorageQueueActions
+from shared.actions.deferred import BuiltOnFirstUse
 from shared.domain.job_definition import ActionType
 from shared.execution.dispatch import Dispatcher
 from shared.execution.fan_out import FanOut
@@ -39,7 +32,7 @@ from shared.storage.activity_log import ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Store
-from shared.storage.queue_http import QueueLike
+from shared.storage.queue_http import Base64Text, QueueLike
 from shared.storage.role_assignments import RoleAssignments
 from shared.storage.table_http import TableServiceLike
 from shared.storage.table_store import TableStore
@@ -146,7 +139,7 @@ def build(
             settings,
             queue_name,
             credential,
-            message_encode_policy=TextBase64EncodePolicy(),
+            message_encode_policy=Base64Text(),
             raw_request_hook=STORAGE_REQUESTS,
         )
     )
@@ -163,9 +156,19 @@ def build(
     telemetry().watch_queues(dispatcher.queue_depth, dispatcher.poison_depth)
     timeouts = {} if action_timeout is None else {"timeout": action_timeout}
 
-    def build_worker() -> ExecutionWorker:
+    # The performers' modules are imported when their first action comes (BuiltOnFirstUse):
+    # their SDKs (httpx, azure-servicebus, the Queue SDK, azure-identity) would otherwise be
+    # half a second of every cold start, and most deployments use one or two kinds of action.
+    def http_actions() -> ActionPerformer:
+        import httpx  # noqa: PLC0415
+
+        from shared.actions.http import HttpActions  # noqa: PLC0415
+        from shared.actions.managed_identity import IdentityTokens, storage_hosts  # noqa: PLC0415
+        from shared.actions.oauth import TokenCache  # noqa: PLC0415
+        from shared.actions.outbound import OutboundPolicy, tls_context  # noqa: PLC0415
+
         tls = tls_context(settings.outbound_ca_file)
-        http = HttpActions(
+        return HttpActions(
             OutboundPolicy.from_setting(settings.outbound_allowlist),
             settings.outbound_ca_file,
             TokenCache(settings.authority_host, httpx.Client(verify=tls), clock),
@@ -177,11 +180,24 @@ def build(
                 [identity.table_service_uri, identity.queue_service_uri] if identity else []
             ),
         )
-        service_bus = ServiceBusActions(settings, **timeouts)
+
+    def service_bus_actions() -> ActionPerformer:
+        from shared.actions.service_bus import ServiceBusActions  # noqa: PLC0415
+
+        return ServiceBusActions(settings, **timeouts)
+
+    def storage_queue_actions() -> ActionPerformer:
+        from shared.actions.storage_queue import StorageQueueActions  # noqa: PLC0415
+
+        return StorageQueueActions(settings, **timeouts)
+
+    def build_worker() -> ExecutionWorker:
+        http = BuiltOnFirstUse(http_actions)
+        service_bus = BuiltOnFirstUse(service_bus_actions)
         performers: dict[ActionType, ActionPerformer] = {
             ActionType.HTTP: http,
             ActionType.HTTPS: http,
-            ActionType.STORAGE_QUEUE: StorageQueueActions(settings, **timeouts),
+            ActionType.STORAGE_QUEUE: BuiltOnFirstUse(storage_queue_actions),
             ActionType.SERVICE_BUS_QUEUE: service_bus,
             ActionType.SERVICE_BUS_TOPIC: service_bus,
         }

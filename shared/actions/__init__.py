@@ -23,6 +23,9 @@ from shared.domain.wire import JsonObject
 from shared.logs import app_logger
 
 log = app_logger("scheduler.actions")
+# The HTTP action timeout, static (docs/behaviour.md#timeouts). Here rather than in `outbound`,
+# so that the executor can read it without importing httpx (a cold start's import).
+ACTION_TIMEOUT_S = 60.0
 
 
 class Performed(NamedTuple):

@@ -16,12 +16,6 @@ import ssl
 import tempfile
 
 import httpx
-from cryptography.hazmat.primitives.serialization import (
-    BestAvailableEncryption,
-    Encoding,
-    PrivateFormat,
-    pkcs12,
-)
 
 from shared.actions import Performed
 from shared.actions.clients import ClientPool
@@ -156,6 +150,15 @@ class HttpActions:
 
     def _with_certificate(self, authentication: HttpAuthentication) -> ssl.SSLContext:
         """A TLS context presenting the job's certificate (ssl loads keys only from files)."""
+        # Imported here: cryptography is a tenth of a second of the first delivery's import,
+        # and only jobs with a client certificate need it (once per certificate: cached).
+        from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+            BestAvailableEncryption,
+            Encoding,
+            PrivateFormat,
+            pkcs12,
+        )
+
         password = (authentication.password or "").encode()
         key, certificate, chain = pkcs12.load_key_and_certificates(
             base64.b64decode(authentication.pfx or ""), password or None

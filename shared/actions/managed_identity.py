@@ -18,13 +18,16 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import AzureError
-from azure.identity import ManagedIdentityCredential
 
 from shared.actions.oauth import RENEW_BEFORE, TokenUnavailable
 from shared.domain.audiences import STORAGE_SERVICES
+
+if TYPE_CHECKING:
+    from azure.identity import ManagedIdentityCredential
 
 # The token endpoint is the platform's, on the same machine: bounded all the same, so that an
 # endpoint that hangs fails the attempt instead of holding an executor thread.
@@ -39,6 +42,10 @@ _ENDPOINT_ANSWER = re.compile(r"Token request error: \(\w+\)\s*(\d{3}),\s*")
 
 def platform_credential(client_id: str | None) -> ManagedIdentityCredential:
     """azure-identity's credential for the identity the platform's endpoint serves."""
+    # Imported here: azure-identity takes a tenth of a second or more to import, and only jobs
+    # that authenticate as the app's identity need it (not a cold start's first call).
+    from azure.identity import ManagedIdentityCredential  # noqa: PLC0415
+
     return ManagedIdentityCredential(
         client_id=client_id,
         connection_timeout=CONNECT_TIMEOUT_S,

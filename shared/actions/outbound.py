@@ -28,11 +28,11 @@ from typing import NamedTuple
 import httpcore
 import httpx
 
+from shared.actions import ACTION_TIMEOUT_S
 from shared.actions.special_addresses import Address, Network, not_public_kind
 from shared.domain.redaction import is_secret_header, origin
 from shared.transport import CALLS_AT_ONCE
 
-ACTION_TIMEOUT_S = 60.0  # the HTTP action timeout, static (docs/behaviour.md#timeouts)
 MOST_REDIRECTS = 5
 # Prefixes whose addresses carry an IPv4 address in their last 32 bits (RFC 6052, RFC 8215; the
 # local-use prefix as the /96 that deployments use), and the SIIT form of RFC 2765.

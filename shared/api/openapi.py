@@ -17,8 +17,6 @@ from shared.api.arm import SUPPORTED_API_VERSIONS
 from shared.api.paging import SKIPTOKEN, TOKEN_PATTERN
 from shared.api.role_assignment_operations import AssignmentBody
 from shared.api.routes import ROUTES, Route
-from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS
-from shared.api.template_operations import ImportRequest
 from shared.domain.collection import CollectionBody, CollectionState
 from shared.domain.ids import NAME_PATTERN, RESOURCE_GROUP_PATTERN, SUBSCRIPTION_PATTERN
 from shared.domain.job_definition import FINAL_STATES, HistoryStatus, JobBody, JobState
@@ -112,6 +110,10 @@ def document() -> JsonObject:
 
 
 def _schemas() -> JsonObject:
+    # Imported here, as the routes import it on first use (shared/api/routes.py says why).
+    from shared.api.template_operations import SCHEMAS as TEMPLATE_SCHEMAS  # noqa: PLC0415
+    from shared.api.template_operations import ImportRequest  # noqa: PLC0415
+
     _, definitions = models_json_schema(
         [
             (CollectionBody, "validation"),

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shared.api import (
     activity,
     collection_operations,
     job_operations,
     role_assignment_operations,
-    template_operations,
 )
-from shared.api.arm import Operation
+from shared.api.arm import ApiRequest, ApiResponse, Operation
 from shared.api.classic import operations as classic
 from shared.domain.ids import PROVIDER
+
+if TYPE_CHECKING:
+    from shared.services import Services
 
 SUBSCRIPTION = "subscriptions/{subscriptionId}"
 RESOURCE_GROUP_PROVIDER = (
@@ -43,6 +46,27 @@ class Route:
     body: str | None = None
     answers: Mapping[str, str | None] = field(default_factory=lambda: {"200": None})
     query: tuple[str, ...] = ()  # the optional query parameters it reads
+
+
+# The template operations are imported on their first request: with the template machinery
+# behind them (the expression grammar, lark, the planner) they are a fifth of what a cold start
+# imports, and few requests are imports or exports.
+def _import_template(request: ApiRequest, services: Services) -> ApiResponse:
+    from shared.api import template_operations  # noqa: PLC0415
+
+    return template_operations.import_template(request, services)
+
+
+def _export_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
+    from shared.api import template_operations  # noqa: PLC0415
+
+    return template_operations.export_resource_group(request, services)
+
+
+def _export_collection(request: ApiRequest, services: Services) -> ApiResponse:
+    from shared.api import template_operations  # noqa: PLC0415
+
+    return template_operations.export_collection(request, services)
 
 
 _COLLECTION_BODY, _JOB_BODY = "CollectionBody", "JobBody"
@@ -88,12 +112,12 @@ ROUTES = [
           answers={"200": "Occurrences"}, query=("count",)),
     # Extensions: templates in and out (docs/templates.md).
     Route("import_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/importTemplate",
-          template_operations.import_template, body="ImportRequest",
+          _import_template, body="ImportRequest",
           answers={"200": "ImportReport"}),
     Route("export_resource_group_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/exportTemplate",
-          template_operations.export_resource_group, answers={"200": "ExportedTemplate"}),
+          _export_resource_group, answers={"200": "ExportedTemplate"}),
     Route("export_collection_template", "POST", f"{COLLECTION}/exportTemplate",
-          template_operations.export_collection, answers={"200": "ExportedTemplate"}),
+          _export_collection, answers={"200": "ExportedTemplate"}),
     # Extensions: who did what (the activity log) and who may (docs/security.md).
     Route("list_activity_log", "GET", f"{SUBSCRIPTION_PROVIDER}/activityLog",
           activity.list_activity_log, query=("$top", "$skiptoken", "$filter")),

@@ -6,9 +6,6 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.serialization import pkcs12
-
 from shared.domain.wire import iso
 
 
@@ -29,6 +26,11 @@ def read_pfx(pfx_base64: str, password: str | None) -> CertificateFacts:
         data = base64.b64decode(pfx_base64, validate=True)
     except (binascii.Error, ValueError):
         raise UnreadableCertificate("is not base64") from None
+    # Imported here: cryptography is a tenth of a second of a cold start's import, and only jobs
+    # that authenticate with a client certificate need it.
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415
+    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
+
     try:
         _, certificate, _ = pkcs12.load_key_and_certificates(
             data, password.encode() if password else None

@@ -27,8 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from shared.actions import Actions
-from shared.actions.outbound import ACTION_TIMEOUT_S
+from shared.actions import ACTION_TIMEOUT_S, Actions
 from shared.domain.attempts import Claim, Delivery, Pending
 from shared.domain.decisions import (
     Begin,

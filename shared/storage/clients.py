@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
+from azure.core.utils import parse_connection_string
 from azure.data.tables import TableServiceClient
-from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
-from azure.storage.queue import QueueClient, QueueServiceClient
 
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
-from shared.storage.queue_http import QueueHttp, QueueLike
+from shared.storage.queue_http import Base64Text, QueueHttp, QueueLike
 from shared.storage.storage_http import (
     QUEUE_VERSION,
     TRIES,
@@ -32,6 +31,10 @@ from shared.transport import environment_settings, with_pooled_transport
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:
     """The credential the settings name: the managed identity, or the default chain."""
+    # Imported here: azure-identity is a tenth of a second or more of every cold start's import,
+    # and only storage reached by identity (in Azure) needs it, once per process.
+    from azure.identity import DefaultAzureCredential, ManagedIdentityCredential  # noqa: PLC0415
+
     if identity.credential == "managedidentity":
         return ManagedIdentityCredential(client_id=identity.client_id)
     return DefaultAzureCredential(managed_identity_client_id=identity.client_id)
@@ -120,6 +123,16 @@ def _sdk_queue(
     settings: Settings, queue: str, credential: TokenCredential | None, options: dict[str, Any]
 ) -> QueueLike:
     """The SDK's QueueClient for one of the app's queues (it takes the same options)."""
+    # Imported here: the Queue SDK is a tenth of a second of a cold start, and only this
+    # setting (SCHEDULER_STORAGE_CLIENT=sdk) speaks to the app's queues through it.
+    from azure.storage.queue import (  # noqa: PLC0415
+        QueueClient,
+        QueueServiceClient,
+        TextBase64EncodePolicy,
+    )
+
+    if isinstance(options.get("message_encode_policy"), Base64Text):
+        options = {**options, "message_encode_policy": TextBase64EncodePolicy()}
     identity = settings.storage_identity
     if identity is None:
         connection = _connection(settings)
@@ -139,14 +152,37 @@ def _sdk_queue(
 
 
 def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueHttp:
-    # The SDK's client only reads the connection string here (its account, key and endpoint).
-    service = QueueServiceClient.from_connection_string(connection)
-    account, key = (
-        getattr(service.credential, name, None) for name in ("account_name", "account_key")
-    )
-    if not account or not key:
+    url, account, key = queue_service(connection)
+    return _queue(url, queue, QueueSharedKeyLite(account, key), options)
+
+
+# Where UseDevelopmentStorage=true puts the queue service: Azurite's (and the SDKs') default.
+DEVELOPMENT_QUEUES = "http://127.0.0.1:10001/devstoreaccount1"
+
+
+def queue_service(connection: str) -> tuple[str, str, str]:
+    """The queue service's URL, the account and its key, read from a connection string as the
+    Queue SDK reads them: its QueueEndpoint, else the account's endpoint under its suffix.
+
+    The Table SDK (which the app imports anyway) reads the account and key, so that the Queue
+    SDK, a tenth of a second of import, stays off a cold start's path.
+    """
+    try:
+        credential = TableServiceClient.from_connection_string(connection).credential
+    except ValueError:  # no account to find an endpoint for (a SAS with a queue endpoint, say)
+        credential = None
+    if not isinstance(credential, AzureNamedKeyCredential):
         raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
-    return _queue(service.url, queue, QueueSharedKeyLite(account, key), options)
+    account, key = credential.named_key
+    found = parse_connection_string(connection, case_sensitive_keys=False)
+    if found.get("usedevelopmentstorage", "").lower() == "true":
+        url = DEVELOPMENT_QUEUES
+    elif found.get("queueendpoint"):
+        url = found["queueendpoint"]
+    else:
+        protocol = found.get("defaultendpointsprotocol", "https")
+        url = f"{protocol}://{account}.queue.{found.get('endpointsuffix', 'core.windows.net')}"
+    return url.rstrip("/") + "/", account, key  # with the slash the SDK's `url` ends in
 
 
 _QUEUE_OPTIONS = frozenset(

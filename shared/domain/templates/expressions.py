@@ -9,6 +9,7 @@ a literal `[`. Function names match in any case, as in ARM.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -111,8 +112,13 @@ class _ToTree(Transformer[Token, Node]):
 
 # The tree is built as the parser reduces, not from a parse tree afterwards: half the time, and
 # no recursion, so an expression nested thousands deep parses (its evaluation then says it is
-# nested too deeply).
-_PARSER = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False, transformer=_ToTree())
+# nested too deeply). Built on the first parse: building it is a tenth of a second, which every
+# cold start would pay at import, and only template requests parse expressions.
+@functools.cache
+def _parser() -> Lark:
+    return Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False, transformer=_ToTree())
+
+
 # ARM's limit on an expression's length (its text between the brackets): longer ones are
 # refused before parsing, which costs about 10 microseconds per token here.
 LONGEST_EXPRESSION = 24_576
@@ -141,7 +147,7 @@ def parse(text: str) -> Node:
             f"{LONGEST_EXPRESSION:,}, as in ARM"
         )
     try:
-        tree = cast(Node, _PARSER.parse(text))  # what the transformer builds
+        tree = cast(Node, _parser().parse(text))  # what the transformer builds
     except UnexpectedInput as unexpected:
         column = getattr(unexpected, "column", "?")
         raise ExpressionError(f"is not a valid expression (at character {column})") from None
