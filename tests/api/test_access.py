@@ -16,6 +16,7 @@ import secrets
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,6 +28,7 @@ from shared.api.routes import CLASSIC_ROUTES, ROUTES
 from shared.console.pages import ROUTES as CONSOLE_ROUTES
 from shared.domain.access import Role
 from tests.conftest import API_VERSION, Service, identity_folder_of, launch_host
+from tests.devhost.test_identity import now_is_when_the_test_runs, refused_tokens  # noqa: F401 (its fixture dates the tokens)
 
 ROLES = [None, Role.READER, Role.OPERATOR, Role.CONTRIBUTOR]
 SUBSCRIPTION = "access-subscription"
@@ -130,6 +132,21 @@ def test_a_bad_token_is_a_401_in_arms_shape(service: Service) -> None:
     answer = httpx.get(f"{service.base_url}/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Scheduler/jobCollections",
                        params={"api-version": API_VERSION}, headers={"Authorization": f"Bearer {expired}"}, timeout=10)  # fmt: skip
     assert (answer.status_code, answer.json()["error"]["code"]) == (401, "InvalidAuthenticationToken")
+
+
+BAD_TOKENS = ["expired", "not yet valid", "another audience", "another issuer", "signed with another key", "alg none",
+              "alg none, signature left on", "HS256 keyed with the public key", "not a token"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", BAD_TOKENS)
+def test_each_kind_of_bad_token_opens_nothing_through_the_host(service: Service, tmp_path: Path, kind: str) -> None:
+    # Through the whole path (the local platform, then the app): a contributor's write, refused.
+    bad = refused_tokens(identity_folder_of(service.log), tmp_path / "elsewhere")[kind]
+    url = f"{service.base_url}/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/bad-token"
+    body = {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}
+    answer = httpx.put(url, params={"api-version": API_VERSION}, json=body, headers={"Authorization": f"Bearer {bad}"}, timeout=10)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (401, "InvalidAuthenticationToken"), answer.text
+    assert httpx.get(url, params={"api-version": API_VERSION}, headers={"x-functions-key": service.key}, timeout=10).status_code == 404
 
 
 def forged(*roles: str) -> dict[str, str]:
