@@ -244,6 +244,19 @@ def test_an_assignment_outside_its_subscription_or_below_a_resource_group_is_ref
     assert answer.json()["error"]["details"][0]["target"] == "properties.scope"
 
 
+@pytest.mark.parametrize("principal", ["dan", "dan@example.org", "", "0f8fad5b-d9cb-469f-a165"])
+def test_an_assignment_names_its_principal_by_object_id_not_by_name(api: httpx.Client, principal: str) -> None:
+    # A name would be stored and never match a caller (who is looked up by object id), and
+    # Entra ID's names can be changed: refused, saying what is wanted.
+    path = f"/subscriptions/by-name/providers/Microsoft.Scheduler/roleAssignments/{uuid.uuid4()}"
+    body = {"properties": {"principalId": principal, "roleName": "Scheduler.Reader", "scope": "/subscriptions/by-name"}}
+    answer = api.put(path, json=body)
+    assert answer.status_code == 400, answer.text
+    [detail] = answer.json()["error"]["details"]
+    assert detail["target"] == "properties.principalId" and "object id, a GUID" in detail["message"]
+    assert api.get(path).status_code == 404
+
+
 def test_an_assignment_of_an_unknown_role_is_refused(api: httpx.Client) -> None:
     body = {"properties": {"principalId": object_id_of("dan"), "roleName": "Owner", "scope": "/subscriptions/s"}}
     answer = api.put(f"/subscriptions/s/providers/Microsoft.Scheduler/roleAssignments/{uuid.uuid4()}", json=body)

@@ -161,7 +161,12 @@ def test_a_contributor_gives_a_role_at_a_resource_group_and_takes_it_away(page: 
     expect(page.get_by_role("heading", name=f"Role assignments of subscription {subscription}")).to_be_visible()
     expect(page.get_by_text("No role assignments in this subscription.")).to_be_visible()
 
-    # A scope outside the subscription: the API's refusal, shown as it says it, and nothing kept.
+    # A name, and a scope outside the subscription: the API's refusals, shown as it says them,
+    # on the fields they name, and nothing kept.
+    page.get_by_label("Principal object id").fill("dora")
+    page.get_by_role("button", name="Add assignment").click()
+    expect(page.locator("#assignment-error")).to_contain_text("properties.principalId: must be the principal's object id")
+    expect(page.get_by_label("Principal object id")).to_have_attribute("aria-invalid", "true")
     dora = object_id_of("dora")
     page.get_by_label("Principal object id").fill(dora)
     page.get_by_label("Role", exact=True).select_option("Scheduler.Operator")
@@ -170,6 +175,7 @@ def test_a_contributor_gives_a_role_at_a_resource_group_and_takes_it_away(page: 
     expect(page.locator("#assignment-error")).to_contain_text("properties.scope")
     expect(page.locator("#assignment-error")).to_contain_text(f"must be /subscriptions/{subscription} or one of its resource groups")
     expect(page.get_by_label("Scope (optional)")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Principal object id")).not_to_have_attribute("aria-invalid", "true")
     assert assignments(service, subscription) == []
     assert axe_problems(page) == []
 
