@@ -73,10 +73,11 @@ class RouteGuard:
         refusal: Exception | None,
     ) -> None:
         action = self.action_for(request)
-        # Reads are not kept, nor a read refused for want of credentials (anyone may knock, and
-        # often); a read refused to a known caller is.
-        unauthenticated_read = status == 401 and request.method in ("GET", "HEAD")
-        if not (action.changes or status == 403) or unauthenticated_read:
+        # Reads are not kept. Nor is a request refused for want of credentials (401): it names
+        # nobody, and anyone on the internet could fill the log with them at no cost. Azure's
+        # Activity Log, too, keeps only what a signed-in caller did or was refused; the 401s
+        # stay in the host's request telemetry. A known caller's refusal (403) is kept.
+        if status == 401 or not (action.changes or status == 403):
             return
         caller = request.caller or (refusal.caller if isinstance(refusal, AuthorizationFailed)
                                     else None)  # fmt: skip

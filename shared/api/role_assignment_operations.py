@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.errors import ResourceNotFound
@@ -25,18 +25,30 @@ from shared.services import Services
 from shared.storage.role_assignments import Assignment
 
 _NAME = re.compile(r"[0-9A-Za-z-]{1,64}")
-_PRINCIPAL = re.compile(r"[0-9A-Za-z._@-]{1,128}")
+# An object id, as Entra ID gives every user, group and service principal: names are not taken,
+# since they can be changed and shared, and an assignment to one would never match a caller.
+_OBJECT_ID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
 _RESOURCE_GROUP = re.compile(r"[-\w._()]{1,90}")
 
 
 class AssignmentProperties(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    principal_id: str = Field(alias="principalId", pattern=r"^[0-9A-Za-z._@-]{1,128}$")
+    principal_id: str = Field(alias="principalId", max_length=128)
     role_name: Literal["Scheduler.Reader", "Scheduler.Operator", "Scheduler.Contributor"] = Field(
         alias="roleName"
     )
     scope: str = Field(pattern=r"^/subscriptions/[^/]{1,64}(/resourceGroups/[^/]{1,90})?$")
+
+    @field_validator("principal_id")
+    @classmethod
+    def _an_object_id(cls, value: str) -> str:
+        if not _OBJECT_ID.fullmatch(value.strip()):
+            raise ValueError(
+                "must be the principal's object id, a GUID such as "
+                "0f8fad5b-d9cb-469f-a165-70867728950e (names are not matched: they can change)"
+            )
+        return value.strip()
 
 
 class AssignmentBody(BaseModel):
@@ -49,8 +61,6 @@ def put_role_assignment(request: ApiRequest, services: Services) -> ApiResponse:
     subscription = valid_subscription(request.route["subscriptionId"])
     name = _valid_name(request.route["roleAssignmentName"])
     body = request.parsed_body(AssignmentBody).properties
-    if not _PRINCIPAL.fullmatch(body.principal_id):
-        raise InvalidRequest.because("properties.principalId", "is not an object id")
     role = Role.named(body.role_name)
     if role is None:
         raise InvalidRequest.because(

@@ -37,6 +37,7 @@ CONTENT_TYPES = {
     "templates.js": "text/javascript",
     "attention.js": "text/javascript",
     "activity.js": "text/javascript",
+    "roles.js": "text/javascript",
     "charts.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",

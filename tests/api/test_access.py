@@ -16,6 +16,7 @@ import secrets
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,6 +28,7 @@ from shared.api.routes import CLASSIC_ROUTES, ROUTES
 from shared.console.pages import ROUTES as CONSOLE_ROUTES
 from shared.domain.access import Role
 from tests.conftest import API_VERSION, Service, identity_folder_of, launch_host
+from tests.devhost.test_identity import now_is_when_the_test_runs, refused_tokens  # noqa: F401 (its fixture dates the tokens)
 
 ROLES = [None, Role.READER, Role.OPERATOR, Role.CONTRIBUTOR]
 SUBSCRIPTION = "access-subscription"
@@ -132,6 +134,21 @@ def test_a_bad_token_is_a_401_in_arms_shape(service: Service) -> None:
     assert (answer.status_code, answer.json()["error"]["code"]) == (401, "InvalidAuthenticationToken")
 
 
+BAD_TOKENS = ["expired", "not yet valid", "another audience", "another issuer", "signed with another key", "alg none",
+              "alg none, signature left on", "HS256 keyed with the public key", "not a token"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", BAD_TOKENS)
+def test_each_kind_of_bad_token_opens_nothing_through_the_host(service: Service, tmp_path: Path, kind: str) -> None:
+    # Through the whole path (the local platform, then the app): a contributor's write, refused.
+    bad = refused_tokens(identity_folder_of(service.log), tmp_path / "elsewhere")[kind]
+    url = f"{service.base_url}/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/bad-token"
+    body = {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}
+    answer = httpx.put(url, params={"api-version": API_VERSION}, json=body, headers={"Authorization": f"Bearer {bad}"}, timeout=10)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (401, "InvalidAuthenticationToken"), answer.text
+    assert httpx.get(url, params={"api-version": API_VERSION}, headers={"x-functions-key": service.key}, timeout=10).status_code == 404
+
+
 def forged(*roles: str) -> dict[str, str]:
     return principal_headers({"oid": str(uuid.uuid4()), "name": "eve", "roles": list(roles)})
 
@@ -225,6 +242,19 @@ def test_an_assignment_outside_its_subscription_or_below_a_resource_group_is_ref
     answer = api.put(f"/subscriptions/{subscription}/providers/Microsoft.Scheduler/roleAssignments/{uuid.uuid4()}", json=body)
     assert answer.status_code == 400
     assert answer.json()["error"]["details"][0]["target"] == "properties.scope"
+
+
+@pytest.mark.parametrize("principal", ["dan", "dan@example.org", "", "0f8fad5b-d9cb-469f-a165"])
+def test_an_assignment_names_its_principal_by_object_id_not_by_name(api: httpx.Client, principal: str) -> None:
+    # A name would be stored and never match a caller (who is looked up by object id), and
+    # Entra ID's names can be changed: refused, saying what is wanted.
+    path = f"/subscriptions/by-name/providers/Microsoft.Scheduler/roleAssignments/{uuid.uuid4()}"
+    body = {"properties": {"principalId": principal, "roleName": "Scheduler.Reader", "scope": "/subscriptions/by-name"}}
+    answer = api.put(path, json=body)
+    assert answer.status_code == 400, answer.text
+    [detail] = answer.json()["error"]["details"]
+    assert detail["target"] == "properties.principalId" and "object id, a GUID" in detail["message"]
+    assert api.get(path).status_code == 404
 
 
 def test_an_assignment_of_an_unknown_role_is_refused(api: httpx.Client) -> None:

@@ -199,3 +199,72 @@ def test_an_events_caller_is_named_as_azure_names_one() -> None:
     names = [event(Attempt(caller, writes("x"), "/subscriptions/s", "PUT", 403, "c", "1.2.3.4:5678"), at, "e")["caller"]
              for caller in (person, app, ADMINISTRATOR, None)]  # fmt: skip
     assert names == ["alice", "app-2", "function key", "unauthenticated"]
+
+
+# --- what is not kept: attempts that name nobody ---
+
+
+def _admin_reads(service: Service, subscription: str) -> list[dict[str, Any]]:
+    with httpx.Client(base_url=service.base_url, params={"api-version": API_VERSION},
+                      headers={"x-functions-key": service.key}, timeout=15) as admin:  # fmt: skip
+        return read_all(admin, f"/subscriptions/{subscription}/providers/Microsoft.Scheduler/activityLog")
+
+
+def test_attempts_without_valid_credentials_leave_no_event_so_strangers_cannot_fill_the_log(service: Service) -> None:
+    subscription = f"flood-{uuid.uuid4().hex[:8]}"
+    job = f"/subscriptions/{subscription}/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c/jobs/j"
+    expired = mint(identity_folder_of(service.log), "mallory", ["Scheduler.Contributor"],
+                   now=datetime.now(UTC) - timedelta(hours=3))  # fmt: skip
+    strangers = [{}, {"Authorization": f"Bearer {expired}"}, {"Authorization": "Bearer not.a.token"},
+                 {"x-functions-key": "guessed"}]  # fmt: skip
+    with httpx.Client(base_url=service.base_url, params={"api-version": API_VERSION}, timeout=15) as anyone:
+        for round_ in range(5):
+            for headers in strangers:
+                for method in ("PUT", "PATCH", "DELETE"):
+                    answer = anyone.request(method, job, headers=headers, json={"properties": {}})
+                    assert answer.status_code == 401, (round_, method, headers, answer.text)
+                assert anyone.post(f"{job}/run", headers=headers).status_code == 401
+    # A signed-in caller beyond their role is still kept: they are known, and can be revoked.
+    with as_(service, "rita-flood", Role.READER) as rita:
+        refused = rita.delete(job)
+    assert refused.status_code == 403
+    events = _admin_reads(service, subscription)
+    assert [(each["caller"], each["subStatus"]["value"]) for each in events] == [("rita-flood", "Forbidden")]
+
+
+def test_a_jobs_change_of_state_by_an_operator_and_role_assignments_are_kept(service: Service, api: httpx.Client) -> None:
+    subscription = f"audit-more-{uuid.uuid4().hex[:8]}"
+    collection = f"/subscriptions/{subscription}/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
+    assert api.put(collection, json={"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}).status_code == 201
+    job = {"properties": {"startTime": iso(datetime.now(UTC) + timedelta(days=3)),
+                          "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+                          "recurrence": {"frequency": "Day", "interval": 1}}}  # fmt: skip
+    assert api.put(f"{collection}/jobs/j", json=job).status_code == 201
+    with as_(service, "otto-state", Role.OPERATOR) as otto:
+        disabled = otto.patch(f"{collection}/jobs/j", json={"properties": {"state": "Disabled"}})
+    assert disabled.status_code == 200, disabled.text
+    assignment = f"/subscriptions/{subscription}/providers/Microsoft.Scheduler/roleAssignments/{uuid.uuid4()}"
+    body = {"properties": {"principalId": object_id_of("dora"), "roleName": "Scheduler.Reader",
+                           "scope": f"/subscriptions/{subscription}"}}  # fmt: skip
+    with as_(service, "ann-assigns", Role.CONTRIBUTOR) as ann:
+        given, taken = ann.put(assignment, json=body), ann.delete(assignment)
+    assert (given.status_code, taken.status_code) == (201, 200)
+    kept = {each["correlationId"]: (each["caller"], each["operationName"]["value"], each["resourceId"])
+            for each in _admin_reads(service, subscription)}  # fmt: skip
+    assert kept[disabled.headers["x-ms-request-id"]] == ("otto-state", "Microsoft.Scheduler/jobCollections/jobs/write", f"{collection}/jobs/j")
+    assert kept[given.headers["x-ms-request-id"]] == ("ann-assigns", "Microsoft.Scheduler/roleAssignments/write", f"/subscriptions/{subscription}")
+    assert kept[taken.headers["x-ms-request-id"]] == ("ann-assigns", "Microsoft.Scheduler/roleAssignments/delete", f"/subscriptions/{subscription}")
+
+
+def test_a_change_through_the_classic_api_is_kept_with_its_caller(service: Service) -> None:
+    subscription = f"audit-classic-{uuid.uuid4().hex[:8]}"
+    token = mint(identity_folder_of(service.log), "cleo-classic", ["Scheduler.Contributor"], now=datetime.now(UTC))
+    cloud_service = ('<CloudService xmlns:i="http://www.w3.org/2001/XMLSchema-instance" '
+                     'xmlns="http://schemas.microsoft.com/windowsazure"><Label>l</Label>'
+                     "<Description>d</Description><GeoRegion>West Europe</GeoRegion></CloudService>")  # fmt: skip
+    made = httpx.put(f"{service.base_url}/{subscription}/cloudservices/audited", content=cloud_service,
+                     headers={"Authorization": f"Bearer {token}", "x-ms-version": "2014-10-01"}, timeout=15)  # fmt: skip
+    assert made.status_code == 202, made.text
+    [kept] = _admin_reads(service, subscription)
+    assert (kept["caller"], kept["operationName"]["value"], kept["status"]["value"]) == (
+        "cleo-classic", "Microsoft.Scheduler/cloudServices/write", "Succeeded")

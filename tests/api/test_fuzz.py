@@ -60,7 +60,7 @@ RULES = {"subscriptionId": SUBSCRIPTION_PATTERN, "resourceGroupName": RESOURCE_G
          "roleAssignmentName": "[0-9A-Za-z-]{1,64}"}  # fmt: skip
 WRITES = {"put_job_collection", "patch_job_collection", "delete_job_collection", "enable_job_collection", "disable_job_collection", "put_job", "patch_job", "delete_job",
           "put_role_assignment", "delete_role_assignment"}  # fmt: skip
-KNOWN_ASSIGNMENT = {"properties": {"principalId": "fuzz-principal", "roleName": "Scheduler.Reader", "scope": "/subscriptions/fuzz-known/resourceGroups/fuzz-rg"}}
+KNOWN_ASSIGNMENT = {"properties": {"principalId": "00000000-0000-0000-0000-00000000f022", "roleName": "Scheduler.Reader", "scope": "/subscriptions/fuzz-known/resourceGroups/fuzz-rg"}}
 KNOWN_COLLECTION = {
     "location": "West Europe",
     "properties": {"sku": {"name": "Standard"}, "state": "Enabled", "quota": {"maxJobCount": 50, "maxRecurrence": {"frequency": "Minute", "interval": 1}}},

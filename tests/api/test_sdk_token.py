@@ -76,3 +76,14 @@ def test_a_reader_reads_but_is_refused_a_write_with_arms_error(service: Service)
     assert refused.value.status_code == 403
     assert refused.value.error is not None and refused.value.error.code == "AuthorizationFailed"
     assert "does not have authorization to perform action 'Microsoft.Scheduler/jobCollections/write'" in str(refused.value)
+
+
+def test_the_scope_the_docs_give_is_the_one_the_credential_is_asked_for(service: Service) -> None:
+    # In Azure the platform accepts tokens for the service's own registration, not for Azure
+    # Resource Manager: docs/calling-the-api.md passes credential_scopes, which reaches the credential.
+    credential = LocalIssuerCredential(service, "sdk-sam", "Scheduler.Reader")
+    scope = "api://00000000-0000-0000-0000-0000000c11e7/.default"
+    with SchedulerManagementClient(credential=credential, subscription_id=SUBSCRIPTION, base_url=service.base_url,
+                                   credential_scopes=[scope]) as client:  # fmt: skip
+        list(client.job_collections.list_by_subscription(**LOCAL))
+    assert credential.scopes_asked == [(scope,)]

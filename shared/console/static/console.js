@@ -390,6 +390,8 @@ async function collectionView(subscription, group, name) {
       h("div", { class: "heading" }, h("h1", {}, `Collection ${collection.name}`),
         h("div", { class: "actions" },
           h("a", { class: "button", href: `#/activity/${encoded(subscription)}` }, "Activity log"),
+          h("a", { class: "button", href: `#/roles/${encoded(subscription)}`, "data-needs": "contributor" },
+            "Role assignments"),
           h("a", { class: "button primary", href: `#/collections/${path}/new-job`, "data-needs": "contributor" },
             "New job"))),
       h("dl", { class: "facts" },
@@ -551,6 +553,7 @@ function route() {
   }
   if (first === "attention" && parts.length === 1) return { view: attentionView };
   if (first === "activity" && parts.length === 2) return { view: () => activityView(subscription) };
+  if (first === "roles" && parts.length === 2) return { form: () => rolesView(subscription) };
   if (first !== "collections" || parts.length < 4) return { view: overview };
   const collection = `#/collections/${encoded(subscription, group, name)}`;
   const missingCollection = () => notFound(`The job collection '${name}'`, ...overviewBack);
@@ -697,6 +700,13 @@ async function signIn(event) {
   await refresh({ moveFocus: true });
 }
 
+// Signed in through the platform, forgetting is not enough: its session cookie would sign the
+// caller straight back in. The platform's own sign-out ends that session, then comes back here.
+function signOutClicked() {
+  if (console_.key !== PLATFORM) return signOut();
+  location.assign(`/.auth/logout?post_logout_redirect_uri=${encodeURIComponent("/console")}`);
+}
+
 function signOut(error = "") {
   console_.key = null;
   console_.me = null;
@@ -707,7 +717,7 @@ function signOut(error = "") {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  document.getElementById("sign-out").addEventListener("click", () => signOut());
+  document.getElementById("sign-out").addEventListener("click", signOutClicked);
   window.addEventListener("hashchange", () => {
     notify(console_.pendingNotice || "", console_.pendingNotice ? "done" : "");
     console_.pendingNotice = null;
