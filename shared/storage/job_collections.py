@@ -91,6 +91,9 @@ class Collections:
         )  # fmt: skip
         if created:
             self.sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
+            # Swept: no counter rows. The first creator here reads none; one that another
+            # process wrote since makes its counter insert fail, and then the rows are read.
+            self._counter_rows.remember(jobs_partition(collection), {})
             self._mark(stored)
         return stored, created
 
