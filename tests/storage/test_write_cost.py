@@ -180,6 +180,10 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     sent = requests.of_this_thread(before)
     assert sent.count("GET jobcollections") == 2 and "POST $batch" in sent, sent
     assert store.job(JobId(collection, "kept")) is not None
+    before = requests.count  # found without a mark once: the next insert goes alone at once
+    services.scheduling.save_definition(JobId(collection, "next"), definition, now)
+    sent = requests.of_this_thread(before)
+    assert sent.count("GET jobcollections") == 2 and "POST $batch" not in sent, sent
     # Deleted between a creator's read of it and its insert: the job does not outlive it.
     for marked in (False, True):
         collection = CollectionId(SUBSCRIPTION, GROUP, f"gone-{marked}-{uuid.uuid4().hex[:8]}")
