@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from azure.core.exceptions import ResourceExistsError
+from azure.data.tables import UpdateMode
 
 from shared.domain.wire import JsonObject, parse_iso, ticks
 from shared.storage.batches import submit_batches
+from shared.storage.group_commit import GroupCommit
 from shared.storage.table_http import TableLike, TableServiceLike
 
 ACTIVITY_TABLE = "activitylog"
@@ -35,6 +37,10 @@ def row_key(instant: datetime, event_id: str) -> str:
 class ActivityLog:
     def __init__(self, table: TableLike) -> None:
         self._table = table
+        # A day's events share a partition: the events of requests answered at once share a
+        # batch. An upsert, not an insert: the row key is the event's own (its id), and a batch
+        # sent again after its answer was lost must not fail on its own rows.
+        self._adds = GroupCommit(table)
 
     @classmethod
     def in_service(cls, service: TableServiceLike, table: str = ACTIVITY_TABLE) -> ActivityLog:
@@ -44,13 +50,12 @@ class ActivityLog:
 
     def add(self, event: JsonObject) -> None:
         at = parse_iso(str(event["eventTimestamp"]).replace("Z", "+00:00"))
-        self._table.create_entity(
-            {
-                "PartitionKey": day_key(at),
-                "RowKey": row_key(at, str(event["eventDataId"])),
-                "Event": json.dumps(event, separators=(",", ":")),
-            }
-        )
+        row = {
+            "PartitionKey": day_key(at),
+            "RowKey": row_key(at, str(event["eventDataId"])),
+            "Event": json.dumps(event, separators=(",", ":")),
+        }
+        self._adds.write(("upsert", row, {"mode": UpdateMode.REPLACE}))
 
     def events(
         self,

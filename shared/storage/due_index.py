@@ -22,6 +22,7 @@ from azure.data.tables import UpdateMode
 from shared.domain.attempts import Delivery
 from shared.domain.wire import EPOCH, iso, parse_iso, ticks
 from shared.storage.batches import submit_batches
+from shared.storage.group_commit import GroupCommit
 from shared.storage.keys import job_row, jobs_partition
 from shared.storage.table_http import TableLike, TableServiceLike
 
@@ -45,6 +46,8 @@ class DueRow:
 class DueIndex:
     def __init__(self, table: TableLike) -> None:
         self._table = table
+        # Writers that index attempts of one bucket and shard at once share a batch.
+        self._adds = GroupCommit(table)
 
     @classmethod
     def in_service(cls, service: TableServiceLike, table: str = DUE_TABLE) -> DueIndex:
@@ -55,14 +58,12 @@ class DueIndex:
 
     def add(self, delivery: Delivery) -> None:
         due = delivery.pending.due
-        self._table.upsert_entity(
-            {
-                "PartitionKey": _partition(bucket_of(due), _shard(delivery)),
-                "RowKey": _row(delivery),
-                "Message": json.dumps(delivery.to_wire(), separators=(",", ":")),
-            },
-            mode=UpdateMode.REPLACE,
-        )
+        row = {
+            "PartitionKey": _partition(bucket_of(due), _shard(delivery)),
+            "RowKey": _row(delivery),
+            "Message": json.dumps(delivery.to_wire(), separators=(",", ":")),
+        }
+        self._adds.write(("upsert", row, {"mode": UpdateMode.REPLACE}))
 
     def withdraw(self, deliveries: Iterable[Delivery]) -> None:
         """Remove the rows `add` wrote for these (those already gone are no matter)."""

@@ -5,10 +5,12 @@ the sweep of its jobs partition.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError
 
 from shared.domain.collection_document import CollectionDocument
@@ -19,9 +21,12 @@ from shared.storage.counter_rows import CounterRows
 from shared.storage.documents import INCARNATION, DocumentTable, Preconditions, StoredCollection
 from shared.storage.errors import ModifiedConcurrently, NotFound
 from shared.storage.keys import (
+    AFTER_INCARNATION_MARKS,
     COLLECTION_GATE,
+    INCARNATION_MARK,
     collection_partition,
     collection_row,
+    incarnation_row,
     jobs_partition,
     table_key,
 )
@@ -86,7 +91,22 @@ class Collections:
         )  # fmt: skip
         if created:
             self.sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
+            # Swept: no counter rows. The first creator here reads none; one that another
+            # process wrote since makes its counter insert fail, and then the rows are read.
+            self._counter_rows.remember(jobs_partition(collection), {})
+            self._mark(stored)
         return stored, created
+
+    def _mark(self, stored: StoredCollection) -> None:
+        """Write the mark of the collection's new incarnation in its jobs partition, which each
+        job insert rewrites (jobs.py). Without it (this write failed, or the collection predates
+        marks) creators check the collection by reading it again after their insert."""
+        mark = {
+            "PartitionKey": jobs_partition(stored.id),
+            "RowKey": incarnation_row(stored.incarnation),
+        }
+        with contextlib.suppress(AzureError):
+            self._jobs_table.upsert_entity(mark)
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection, every job in it and their history.
@@ -105,8 +125,23 @@ class Collections:
 
     def sweep(self, partition: str, keep: tuple[str, ...] = ()) -> None:
         """Delete every row of a collection's jobs partition (but those in `keep`): jobs,
-        history, counter rows; and forget what this process remembers of its counter rows."""
+        history, counter rows; and forget what this process remembers of its counter rows.
+
+        The incarnation marks go first, on their own: from then on no job insert lands (each
+        rewrites its incarnation's mark in its batch), so every job that did land is there
+        before the rows are listed."""
         self._counter_rows.drop(partition)
+        for mark in self._jobs_table.query_entities(
+            "PartitionKey eq @pk and RowKey ge @first and RowKey lt @after",
+            parameters={
+                "pk": partition,
+                "first": INCARNATION_MARK,
+                "after": AFTER_INCARNATION_MARKS,
+            },
+            select=["RowKey"],
+        ):
+            with contextlib.suppress(ResourceNotFoundError):
+                self._jobs_table.delete_entity(partition, mark["RowKey"])
         for _ in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             try:
                 submit_batches(

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypedDict
@@ -52,12 +54,15 @@ from shared.storage.keys import (
     AFTER_COUNTERS,
     HISTORY_MARK,
     RUN_NOW_GATE,
+    incarnation_row,
     job_row,
     jobs_partition,
 )
 from shared.storage.table_http import TableLike
 
 JOBS_TABLE = "jobs"
+# Incarnations of collections without a mark that a process remembers as such.
+_REMEMBERED_WITHOUT_MARK = 4096
 _RUN_NOWS = "RunNowsInFlight"
 
 
@@ -75,6 +80,9 @@ class Jobs:
             table, job_id_of, JobDocument.to_wire, JobDocument.from_wire, "job"
         )
         self._counting, self._history, self._collections = counting, history, collections
+        # Incarnations of collections found without a mark (most recent last).
+        self._without_mark: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
 
     def job(self, job: JobId) -> StoredJob | None:
         return self._jobs.get(jobs_partition(job.collection), job_row(job))
@@ -229,7 +237,7 @@ class Jobs:
                         partition, row, counted_at
                     )  # a recount may take it for lost
                     continue
-                metadata = self._jobs.table.create_entity(inserted)
+                metadata, checked = self._insert(inserted, within)
             except ResourceExistsError:
                 # Either created meanwhile by someone else (replace it instead), or this very
                 # insert, applied by storage, its answer lost and sent again by a retry: then
@@ -238,7 +246,7 @@ class Jobs:
                 if held is None:
                     self._counting.uncount(partition, row, counted_at)
                     continue
-                metadata = {"etag": held.metadata["etag"]}
+                metadata, checked = {"etag": held.metadata["etag"]}, within is not None
             except ServiceRequestError:  # never reached storage: the place is free again
                 with contextlib.suppress(Exception):
                     self._counting.uncount(partition, row, counted_at)
@@ -246,11 +254,52 @@ class Jobs:
             except BaseException:
                 self._release_unless_inserted(partition, row, counted_at, inserted)
                 raise
-            if within is not None and not self._collections.still_there(within):
+            if within is not None and not checked and not self._collections.still_there(within):
                 self.withdraw(job)
                 raise NotFound(within.id)
             return self._jobs.from_entity(entity, metadata["etag"]), True
         raise ModifiedConcurrently("job")
+
+    def _insert(
+        self, inserted: Mapping[str, Any], within: StoredCollection | None
+    ) -> tuple[Mapping[str, Any], bool]:
+        """Insert a new job's row; and whether that checked the collection it was created
+        `within` is still there (that incarnation). It did when the collection has a mark of
+        its incarnation (job_collections.py): then the insert and a rewrite of the mark are one
+        batch, which lands only while the mark is there. A collection without one (created
+        before marks, or deleted meanwhile) is checked by the caller, by reading it again.
+
+        A 409 is raised as a lone insert's (ResourceExistsError): the name is taken, maybe by
+        this very batch, applied and sent again after its answer was lost (`_held` tells).
+        """
+        if within is None or not within.incarnation or self._unmarked(within):
+            return self._jobs.table.create_entity(inserted), False
+        mark = {
+            "PartitionKey": inserted["PartitionKey"],
+            "RowKey": incarnation_row(within.incarnation),
+        }
+        try:  # an update without an etag: any version, but the row must be there (else 404)
+            written = self._jobs.table.submit_transaction(
+                [("create", inserted), ("update", mark, {"mode": UpdateMode.MERGE})]
+            )
+        except TableTransactionError as failed:
+            if failed.status_code == 409:
+                raise ResourceExistsError(message=str(failed)) from failed
+            if failed.status_code != 404:
+                raise
+            with self._lock:
+                self._without_mark[(inserted["PartitionKey"], within.incarnation)] = None
+                while len(self._without_mark) > _REMEMBERED_WITHOUT_MARK:
+                    self._without_mark.popitem(last=False)
+            return self._jobs.table.create_entity(inserted), False
+        return written[0], True
+
+    def _unmarked(self, within: StoredCollection) -> bool:
+        """Whether this incarnation of the collection was found without a mark (then an insert
+        into it goes alone, not as a batch that would fail)."""
+        with self._lock:
+            key = (jobs_partition(within.id), within.incarnation)
+            return key in self._without_mark
 
     def _held(self, entity: Mapping[str, Any]) -> Any | None:
         """The stored row with this entity's keys if it holds exactly this entity (a write of

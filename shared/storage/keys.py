@@ -4,7 +4,8 @@ of a collection's jobs partition.
 Names are case-insensitive in ARM, so keys use the folded name. A subscription's collections
 share one partition (listing is one query); a collection's jobs share another, with their job
 counters, the collection's state (the executor's gate) and their history beside them. In key
-order: the gate ("!collection"), the run-now gate ("!collection.run-nows"), counter rows
+order: the gate ("!collection"), the mark of the collection's incarnation
+("!collection.incarnation-<id>"), the run-now gate ("!collection.run-nows"), counter rows
 ("!count-<stripe>"), the jobs (their names start with a letter or digit), then history
 ("~<job row>:<entry id>": "~" sorts after every name).
 """
@@ -49,7 +50,16 @@ COLLECTION_GATE = "!collection"
 # run-nows of different jobs then collide on it, so the collection's bound is exact (jobs.py).
 # It sorts between the state and the counter rows ("l" < "o" < "u"), outside every job listing.
 RUN_NOW_GATE = "!collection.run-nows"
+# The mark of one incarnation (creation) of the collection, written when it is created and deleted
+# first when it is: a job's insert rewrites it in the same batch, so that the insert lands only
+# while that incarnation is there (jobs.py). Between the gate and the run-now gate ("i" < "r").
+INCARNATION_MARK = "!collection.incarnation-"
+AFTER_INCARNATION_MARKS = "!collection.incarnation."  # "." sorts right after "-"
 HISTORY_MARK = "~"
+
+
+def incarnation_row(incarnation: str) -> str:
+    return f"{INCARNATION_MARK}{incarnation}"
 
 
 def history_range(job: JobId) -> tuple[str, str]:

@@ -18,6 +18,8 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableServiceClient, UpdateMode
 
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.clients import tables_from_connection_string
@@ -178,5 +180,40 @@ def test_a_job_insert_whose_answer_was_lost_keeps_the_free_quota_exact(
         created.append(was_created)
     assert len(store.jobs(collection)) == FREE_QUOTA
     assert created == [True] * FREE_QUOTA
+    counted = store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    assert counted == FREE_QUOTA
+
+
+def batches(method: str, path: str, _body: bytes) -> bool:
+    return method == "POST" and "$batch" in path
+
+
+@pytest.mark.parametrize("client", ["sdk", "own"])
+def test_a_job_insert_batched_with_its_collections_mark_whose_answer_was_lost_counts_once(
+    proxy: FaultProxy, client: str
+) -> None:
+    """A create in a collection with an incarnation mark is one batch (the insert and the
+    mark's rewrite); its answer lost, the job is there once, counted once, and created."""
+    store = sdk_store(proxy) if client == "sdk" else own_store(proxy)
+    collection = CollectionId("fault-tests", "rg", f"marked-{uuid.uuid4().hex[:6]}")
+    body = CollectionBody.model_validate(
+        {"location": "westeurope", "properties": {"sku": {"name": "Free"}}}
+    )
+    within, _ = store.save_collection(collection, CollectionDocument.created(body), Preconditions())
+    created, sent_before = [], len(proxy.seen)
+    for n in range(FREE_QUOTA + 2):
+        job = JobId(collection, f"job-{n}")
+        proxy.fail_next("timed_out", batches)  # the batch applied, its answer lost
+        try:
+            _, was_created = store.save_job(
+                job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=FREE_QUOTA,
+                within=within,
+            )  # fmt: skip
+        except QuotaExceeded:
+            continue
+        created.append(was_created)
+    assert created == [True] * FREE_QUOTA
+    assert sum("$batch" in each.path for each in proxy.seen[sent_before:]) >= FREE_QUOTA
+    assert len(store.jobs(collection)) == FREE_QUOTA
     counted = store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
     assert counted == FREE_QUOTA

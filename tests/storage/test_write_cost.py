@@ -1,0 +1,284 @@
+"""What an API write costs in storage requests, and what it leaves behind under racing writers.
+
+A create and a replacing PUT go through the app's own path (the ARM handler with its guard, the
+services built by the composition root) on Azurite; every request they send is listed, so that
+a request added to the path fails here, not only in a benchmark (docs/performance.md lists
+them). Then writers racing over a few names in a collection with a small quota, against the
+same storage: the quota holds, the counters count exactly the jobs there are, and every stored
+job's pending attempt has its row in the due index (and no row is left of a job that is not
+there). Both storage client paths run these (SCHEDULER_STORAGE_CLIENT).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import azure.functions as func
+import pytest
+from azure.data.tables import TableClient, TableServiceClient
+
+import shared.services
+from shared.api.access import arm_guard
+from shared.api.arm import serve
+from shared.api.collection_operations import put_collection
+from shared.api.job_operations import put_job
+from shared.domain.attempts import Delivery
+from shared.domain.collection import CollectionBody
+from shared.domain.collection_document import CollectionDocument
+from shared.domain.ids import CollectionId, JobId
+from shared.domain.job_definition import JobBody
+from shared.domain.job_document import JobDocument
+from shared.domain.problems import Refused
+from shared.services import Services, build
+from shared.settings import Settings, chosen_storage_client
+from shared.storage.due_index import bucket_of
+from shared.storage.errors import NotFound, QuotaExceeded
+from shared.storage.interface import Preconditions
+from shared.storage.jobs import JOBS_TABLE
+from shared.storage.keys import incarnation_row, jobs_partition
+from tests.pipeline import Pipeline
+
+KEY = "write-cost-key"
+SUBSCRIPTION, GROUP = "write-cost", "rg"
+API_VERSION = "2016-03-01"
+
+
+class Requests:
+    """The storage requests each thread sent (the clients' raw_request_hook): a test reads
+    its own thread's only, so that a background give-back of spare places is not counted."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str, str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> None:
+        sent = request.http_request
+        with self._lock:
+            self.sent.append((threading.get_ident(), sent.method, sent.url))
+
+    @property
+    def count(self) -> int:
+        return len(self.sent)
+
+    def of_this_thread(self, since: int) -> list[str]:
+        """'<method> <table>' of each request this thread sent since the `since`th."""
+        me = threading.get_ident()
+        return [
+            f"{method} {_table(url)}" for thread, method, url in self.sent[since:] if thread == me
+        ]
+
+
+def _table(url: str) -> str:
+    path = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+    return path.rsplit("/", 1)[-1].split("(", 1)[0]
+
+
+DUE_TABLE = f"cost{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def recorded(storage: str) -> Iterator[tuple[Services, Requests]]:
+    requests = Requests()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(shared.services, "STORAGE_REQUESTS", requests)  # the hook build() hands on
+    settings = Settings(
+        storage_connection=storage, lookahead=timedelta(minutes=5), outbound_allowlist="",
+        outbound_ca_file=None, authority_host="https://login.invalid", function_key=KEY,
+        storage_client=chosen_storage_client(os.environ),
+    )  # fmt: skip
+    services = build(settings, queue_name=DUE_TABLE, due_table=DUE_TABLE)
+    patch.undo()
+    yield services, requests
+    services.close()
+
+
+def arm_put(services: Services, path: str, route: dict[str, str], body: Any, guard: str) -> int:
+    operation = put_job if guard == "put_job" else put_collection
+    request = func.HttpRequest(
+        "PUT", f"http://127.0.0.1:7071{path}?api-version={API_VERSION}",
+        headers={"content-type": "application/json", "x-functions-key": KEY},
+        params={"api-version": API_VERSION}, route_params=route, body=json.dumps(body).encode(),
+    )  # fmt: skip
+    return serve(request, operation, lambda: services, guard=arm_guard(guard)).status_code
+
+
+def job_body() -> dict[str, Any]:
+    """A job that starts tomorrow: each write puts its first attempt in the due index."""
+    start = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0).isoformat()
+    return {
+        "properties": {
+            "startTime": start,
+            "action": {"type": "Http", "request": {"uri": "https://example.org/", "method": "GET"}},
+            "recurrence": {"frequency": "Hour", "interval": 1},
+        }
+    }
+
+
+def test_a_create_and_a_replace_send_five_requests_each(
+    recorded: tuple[Services, Requests],
+) -> None:
+    services, requests = recorded
+    name = f"jc-{uuid.uuid4().hex[:8]}"
+    route = {"subscriptionId": SUBSCRIPTION, "resourceGroupName": GROUP, "jobCollectionName": name}
+    path = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{GROUP}/providers/Microsoft.Scheduler/jobCollections/{name}"
+    collection = {"location": "westeurope", "properties": {"sku": {"name": "P20Premium"}}}
+    assert arm_put(services, path, route, collection, "put_job_collection") == 201
+
+    def put(job: str) -> list[str]:
+        before = requests.count
+        status = arm_put(
+            services, f"{path}/jobs/{job}", route | {"jobName": job}, job_body(), "put_job"
+        )
+        assert status in (200, 201)
+        return requests.of_this_thread(before)
+
+    # The collection's first job: a counter row written too (with spare places for the next
+    # creators of this process), not read (this process created the collection: none yet).
+    first = put("first")
+    assert len(first) == 6 and first.count("GET jobs") == 1, first
+    created, replaced = put("second"), put("second")
+    # The job's own write and its collection's check are one batch; the due index row and the
+    # activity log event are one write each (shared with writers that come at the same time).
+    assert created == [
+        "GET jobcollections", "GET jobs", f"PUT {DUE_TABLE}", "POST $batch",
+        "PUT activitylog",
+    ]  # fmt: skip
+    assert replaced == [
+        "GET jobcollections", "GET jobs", f"PUT {DUE_TABLE}", "PUT jobs",
+        "PUT activitylog",
+    ]  # fmt: skip
+
+
+def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
+    recorded: tuple[Services, Requests],
+) -> None:
+    """Collections created before incarnation marks: a creator reads the collection again
+    after its insert (one request more), and a deletion meanwhile withdraws the job."""
+    services, requests = recorded
+    store = services.store
+    collection = CollectionId(SUBSCRIPTION, GROUP, f"old-{uuid.uuid4().hex[:8]}")
+    body = CollectionBody.model_validate(
+        {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}
+    )
+    stored, _ = store.save_collection(collection, CollectionDocument.created(body), Preconditions())
+    _jobs_table(services).delete_entity(
+        jobs_partition(collection), incarnation_row(stored.incarnation)
+    )
+    definition = JobBody.model_validate(job_body()).properties
+    definition_json = {"state": "Enabled"}
+    now = datetime.now(UTC)
+    before = requests.count
+    services.scheduling.save_definition(JobId(collection, "kept"), definition, now)
+    sent = requests.of_this_thread(before)
+    assert sent.count("GET jobcollections") == 2 and "POST $batch" in sent, sent
+    assert store.job(JobId(collection, "kept")) is not None
+    before = requests.count  # found without a mark once: the next insert goes alone at once
+    services.scheduling.save_definition(JobId(collection, "next"), definition, now)
+    sent = requests.of_this_thread(before)
+    assert sent.count("GET jobcollections") == 2 and "POST $batch" not in sent, sent
+    # Deleted between a creator's read of it and its insert: the job does not outlive it.
+    for marked in (False, True):
+        collection = CollectionId(SUBSCRIPTION, GROUP, f"gone-{marked}-{uuid.uuid4().hex[:8]}")
+        stored, _ = store.save_collection(
+            collection, CollectionDocument.created(body), Preconditions()
+        )
+        if not marked:
+            _jobs_table(services).delete_entity(
+                jobs_partition(collection), incarnation_row(stored.incarnation)
+            )
+        job = JobId(collection, "late")
+        slot = store.job_slot(job)
+        store.delete_collection(collection, Preconditions())
+        with pytest.raises(NotFound):
+            store.save_job(
+                job,
+                JobDocument(definition_json, now),
+                Preconditions(),
+                slot,
+                now=now,
+                within=stored,
+            )
+        assert store.jobs(collection) == [], f"marked={marked}"
+
+
+def _jobs_table(services: Services) -> TableClient:
+    connection = services.settings.storage_connection
+    return TableServiceClient.from_connection_string(connection).get_table_client(JOBS_TABLE)
+
+
+# --- racing writers ---------------------------------------------------------------------------
+
+WRITERS = 8
+NAMES = 10
+MAX_JOBS = 6
+
+
+def test_creates_and_replaces_racing_leave_the_due_index_and_the_counters_exact(
+    storage: str,
+) -> None:
+    pipeline = Pipeline(storage)
+    collection = CollectionId("sub-pipeline", "group", f"race-{uuid.uuid4().hex[:8]}")
+    body = {
+        "location": "westeurope",
+        "properties": {"sku": {"name": "P20Premium"}, "quota": {"maxJobCount": MAX_JOBS}},
+    }
+    pipeline.services.scheduling.save_collection_with_jobs(
+        collection, CollectionDocument.created(CollectionBody.model_validate(body)),
+        pipeline.clock(), preconditions=Preconditions(), previous=None,
+    )  # fmt: skip
+    start = bucket_of(pipeline.clock() + timedelta(hours=2))  # one bucket holds every first run
+    failures: list[BaseException] = []
+
+    def writer(number: int) -> None:
+        chance = random.Random(number)
+        for round_ in range(2 * NAMES):
+            name = f"job-{chance.randrange(NAMES)}"
+            at = start + timedelta(seconds=number * 20 + round_)  # each write its own definition
+            properties = {
+                "startTime": at.isoformat(),
+                "action": {
+                    "type": "Http",
+                    "request": {"uri": "https://example.org/", "method": "GET"},
+                },
+                "recurrence": {"frequency": "Hour", "interval": 1},
+            }
+            definition = JobBody.model_validate({"properties": properties}).properties
+            try:
+                pipeline.services.scheduling.save_definition(
+                    JobId(collection, name), definition, pipeline.clock()
+                )
+            except (QuotaExceeded, Refused):
+                continue
+            except BaseException as failure:
+                failures.append(failure)
+                raise
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    stored = pipeline.store.jobs(collection)
+    assert len(stored) == MAX_JOBS  # ten names were tried: the quota holds, and is filled
+    counted = pipeline.store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    assert counted == MAX_JOBS
+    rows = pipeline.index.due(start, start + timedelta(minutes=5))
+    indexed = {
+        (row.delivery.job, row.delivery.defined_at, row.delivery.pending.due) for row in rows
+    }
+    for job in stored:
+        for pending in job.document.pending:
+            expected = Delivery(job.id, job.document.defined_at, pending)
+            assert (expected.job, expected.defined_at, expected.pending.due) in indexed, job.id.name
+    # Rows of refused writes were taken back: every row belongs to a job that is there.
+    assert {row.delivery.job for row in rows} <= {job.id for job in stored}
