@@ -1,0 +1,94 @@
+"""Why a day is excluded, in words a history entry or a preview can show: "Christmas Day
+(public holiday, DE-BY)", "a blackout date", "a Saturday, a day off".
+
+Holiday names come from the `holidays` package, in English where it has them (its default is
+each country's own language).
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import date
+
+from shared.domain.schedule.days import DayOfWeek
+from shared.domain.schedule.exclusions import BusinessCalendar
+
+_ENGLISH = ("en_US", "en_GB", "en")
+_DAY_NAMES = [day.value.capitalize() for day in DayOfWeek]
+
+
+def why_excluded(calendar: BusinessCalendar, day: date) -> str:
+    """Every reason `calendar` excludes `day`, holidays first; empty when it does not."""
+    reasons = [
+        f"{name} (public holiday, {_code(country, subdivision)})"
+        for country, subdivision in calendar.holidays
+        if (name := _holiday_names(country, subdivision, day.year).get(day))
+    ]
+    if day in calendar.single_dates:
+        reasons.append("a blackout date")
+    reasons.extend(
+        f"in the blackout from {start} to {end}"
+        for start, end in calendar.ranges
+        if start <= day <= end
+    )
+    if day.weekday() in calendar.weekdays_off:
+        reasons.append(f"a {_DAY_NAMES[day.weekday()]}, a day off")
+    return " and ".join(reasons)
+
+
+def holiday_countries() -> list[dict[str, object]]:
+    """The countries the `holidays` package knows, each with its subdivisions: code and name,
+    in English where the package has one, sorted by name. For pickers."""
+    return [dict(country) for country in _holiday_countries()]
+
+
+@functools.cache
+def _holiday_countries() -> tuple[dict[str, object], ...]:
+    import holidays  # noqa: PLC0415 (large: imported only where a calendar is shown)
+
+    countries: list[dict[str, object]] = []
+    for code, subdivisions in holidays.list_supported_countries().items():
+        entity = holidays.country_holidays(code)
+        named = next((kind for kind in type(entity).__mro__ if len(kind.__name__) > 3), None)
+        name = _spaced(named.__name__) if named is not None else code
+        local_names = _subdivision_names(entity)
+        countries.append(
+            {
+                "code": code,
+                "name": name,
+                "subdivisions": [
+                    {"code": sub, "name": local_names.get(sub, sub)} for sub in subdivisions
+                ],
+            }
+        )
+    return tuple(sorted(countries, key=lambda country: str(country["name"])))
+
+
+def _subdivision_names(entity: object) -> dict[str, str]:
+    """A subdivision's name by its code: the longest alias the package gives it."""
+    names: dict[str, str] = {}
+    for alias, code in getattr(entity, "subdivisions_aliases", {}).items():
+        if len(alias) > len(names.get(code, "")) and len(alias) > 3:
+            names[code] = alias
+    return names
+
+
+def _spaced(class_name: str) -> str:
+    return "".join(f" {letter}" if letter.isupper() and at else letter
+                   for at, letter in enumerate(class_name))  # fmt: skip
+
+
+def _code(country: str, subdivision: str | None) -> str:
+    return f"{country}-{subdivision}" if subdivision else country
+
+
+@functools.lru_cache(maxsize=1024)
+def _holiday_names(country: str, subdivision: str | None, year: int) -> dict[date, str]:
+    import holidays  # noqa: PLC0415 (as above)
+
+    plain = holidays.country_holidays(country, subdiv=subdivision, years=year)
+    language = next((name for name in _ENGLISH if name in plain.supported_languages), None)
+    if language is None:
+        return dict(plain.items())
+    named = holidays.country_holidays(country, subdiv=subdivision, years=year, language=language)
+    return dict(named.items())
