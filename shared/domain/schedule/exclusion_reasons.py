@@ -8,10 +8,13 @@ each country's own language).
 from __future__ import annotations
 
 import functools
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 from shared.domain.schedule.days import DayOfWeek
 from shared.domain.schedule.exclusions import BusinessCalendar
+from shared.domain.schedule.occurrences import Occurrences
+from shared.domain.schedule.timezones import wall_time, zone_named
+from shared.domain.wire import JsonObject, iso
 
 _ENGLISH = ("en_US", "en_GB", "en")
 _DAY_NAMES = [day.value.capitalize() for day in DayOfWeek]
@@ -92,3 +95,24 @@ def _holiday_names(country: str, subdivision: str | None, year: int) -> dict[dat
         return dict(plain.items())
     named = holidays.country_holidays(country, subdiv=subdivision, years=year, language=language)
     return dict(named.items())
+
+
+def excluded_occurrences(
+    schedule: Occurrences, start: datetime, end: datetime, most: int = 50
+) -> list[JsonObject]:
+    """The occurrences in [start, end] that a job's calendar skips or moves, for a preview:
+    when each was scheduled, where it went (absent: skipped) and why; at most `most`."""
+    calendar, recurrence = schedule.calendar, schedule.recurrence
+    if calendar is None or recurrence is None:
+        return []
+    zone = zone_named(recurrence.time_zone) if recurrence.time_zone else UTC
+    found: list[JsonObject] = []
+    for excluded in schedule.excluded_between(start, end + timedelta(microseconds=1))[:most]:
+        shown: JsonObject = {
+            "scheduled": iso(excluded.scheduled),
+            "reason": why_excluded(calendar, wall_time(excluded.scheduled, zone).date()),
+        }
+        if excluded.moved_to is not None:
+            shown["movedTo"] = iso(excluded.moved_to)
+        found.append(shown)
+    return found
