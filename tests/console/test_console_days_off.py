@@ -10,7 +10,8 @@ marking the runs they skip or move, and an existing job's exclusions saved back 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -126,3 +127,27 @@ def test_an_existing_jobs_exclusions_are_shown_and_saved_back_unchanged(
     assert after == before
     # as sent: "gb" not upper-cased, a single date not turned into a range
     assert (after["exclusions"]["holidays"], after["exclusions"]["dates"]) == (exclusions["holidays"], exclusions["dates"])
+
+
+def test_the_collections_timeline_marks_the_runs_skipped_on_a_blackout_date(
+    page: Page,
+    service: Service,
+    api: httpx.Client,
+    collection: str,
+    target: Target,
+) -> None:
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    properties = {
+        "action": {"type": "Http", "request": {"uri": target.url("/ok"), "method": "POST"}},
+        "startTime": (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0).isoformat(),
+        "recurrence": {"frequency": "Hour", "interval": 1, "exclusions": {"dates": [tomorrow]}},
+    }
+    put_job(api, collection, "hourly-but-tomorrow", properties)
+    sign_in(page, service)
+    page.goto(f"{service.base_url}/console{collection_hash(collection)}")
+    track = page.get_by_role("img", name="hourly-but-tomorrow: ", exact=False)
+    expect(track).to_have_attribute("aria-label", re.compile(rf"Skipped: {tomorrow} \d\d:\d\d:\d\d UTC, a blackout date"))
+    marks = track.locator(".day-off")
+    expect(marks.first).to_have_text("⊘")  # a symbol beside the colour, and the reason in its title
+    expect(marks.first).to_have_attribute("title", re.compile(r"^Skipped: .*, a blackout date$"))
+    expect(page.get_by_text("⊘ a run skipped on a day off")).to_be_visible()
