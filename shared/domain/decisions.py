@@ -252,7 +252,7 @@ def _alongside(
     coalesced = _coalesced(document, attempt, now)
     number = document.occurrences + coalesced.passed
     began = replace(coalesced.attempt, repeat=number)
-    entries = [
+    entries = excluded_before(document, began.expected, now) + [
         (Attempt(expected).history_id, _postponed_entry(expected, coalesced, began.expected, now))
         for expected in coalesced.postponed
     ]
