@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from shared.domain import history
 from shared.domain.job_document import JobDocument
-from shared.domain.schedule.exclusion_reasons import why_excluded
+from shared.domain.schedule.exclusion_reasons import last_excluded, why_excluded
 from shared.domain.schedule.exclusions import OnExcluded
 from shared.domain.schedule.timezones import wall_time, zone_named
 from shared.domain.wire import JsonObject, iso, parse_iso
@@ -36,9 +36,9 @@ def excluded_before(document: JobDocument, ran: datetime, now: datetime) -> list
         return []
     on_excluded = recurrence.on_excluded or OnExcluded.SKIP
     zone = zone_named(recurrence.time_zone) if recurrence.time_zone else UTC
-    found = schedule.excluded_between(_previous_occurrence(document, ran), ran)
+    found = last_excluded(schedule, _previous_occurrence(document, ran), ran, history.MOST_HISTORY)
     entries = []
-    for excluded in found[-history.MOST_HISTORY :]:
+    for excluded in found:
         day = wall_time(excluded.scheduled, zone).date()
         reason = f"{day.isoformat()} is {why_excluded(calendar, day)}"
         if excluded.moved_to is not None:

@@ -11,6 +11,7 @@ import functools
 from datetime import UTC, date, datetime, timedelta
 
 from shared.domain.schedule.days import DayOfWeek
+from shared.domain.schedule.excluded_days import ExcludedOccurrence
 from shared.domain.schedule.exclusions import BusinessCalendar
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.timezones import wall_time, zone_named
@@ -107,7 +108,7 @@ def excluded_occurrences(
         return []
     zone = zone_named(recurrence.time_zone) if recurrence.time_zone else UTC
     found: list[JsonObject] = []
-    for excluded in schedule.excluded_between(start, end + timedelta(microseconds=1))[:most]:
+    for excluded in first_excluded(schedule, start, end + timedelta(microseconds=1), most):
         shown: JsonObject = {
             "scheduled": iso(excluded.scheduled),
             "reason": why_excluded(calendar, wall_time(excluded.scheduled, zone).date()),
@@ -116,3 +117,35 @@ def excluded_occurrences(
             shown["movedTo"] = iso(excluded.moved_to)
         found.append(shown)
     return found
+
+
+# The walks below look at windows that double from this width: a schedule's occurrences on
+# excluded days can be many (a minute job through a month of blackout: 43,200), and each costs
+# tens of microseconds to place, so a walk stops once it has found what it may show.
+_FIRST_WINDOW = timedelta(days=1)
+
+
+def first_excluded(
+    schedule: Occurrences, start: datetime, end: datetime, most: int
+) -> list[ExcludedOccurrence]:
+    """The first `most` occurrences on excluded days in [start, end)."""
+    found: list[ExcludedOccurrence] = []
+    lower, width = start, _FIRST_WINDOW
+    while lower < end and len(found) < most:
+        upper = min(end, lower + width)
+        found += schedule.excluded_between(lower, upper)
+        lower, width = upper, width * 2
+    return found[:most]
+
+
+def last_excluded(
+    schedule: Occurrences, start: datetime, end: datetime, most: int
+) -> list[ExcludedOccurrence]:
+    """The last `most` occurrences on excluded days in [start, end), oldest first."""
+    found: list[ExcludedOccurrence] = []
+    upper, width = end, _FIRST_WINDOW
+    while upper > start and len(found) < most:
+        lower = max(start, upper - width)
+        found = schedule.excluded_between(lower, upper) + found
+        upper, width = lower, width * 2
+    return found[-most:]
