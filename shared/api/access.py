@@ -278,6 +278,7 @@ CONSOLE_ACTIONS: dict[str, tuple[Action, Callable[[Mapping[str, str]], str]]] = 
     "console_job": (_JOB_READ, arm_scope),
     "console_attention": (_COLLECTION_READ, whole_service),
     "console_me": (Action(f"{PROVIDER}/signedIn/read", Role.READER, False), whole_service),
+    "console_holidays": (reads("holidayCalendars/read"), whole_service),
 }
 
 

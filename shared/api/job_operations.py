@@ -12,6 +12,7 @@ from shared.domain.job_definition import HistoryStatus, JobBody, JobState
 from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest
+from shared.domain.schedule.exclusion_reasons import excluded_occurrences
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import JsonObject, iso, merge_patch
@@ -146,11 +147,14 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     if problems:
         raise InvalidRequest(problems)
     definition = stored_definition(body.properties)
-    upcoming = occurrences_of(definition, defined_at).upcoming(_preview_count(request))
+    schedule = occurrences_of(definition, defined_at)
+    upcoming = schedule.upcoming(_preview_count(request))
     answer: JsonObject = {
         "value": [iso(instant) for instant in upcoming],
         "schedule": describe_schedule(definition),
     }
+    if upcoming and schedule.calendar is not None:  # our extension of an extension
+        answer["excluded"] = excluded_occurrences(schedule, defined_at, upcoming[-1])
     zone = iana_name((definition.get("recurrence") or {}).get("timeZone"))
     if zone is not None:  # a schedule in UTC has none
         answer["timeZone"] = zone

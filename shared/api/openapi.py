@@ -147,6 +147,19 @@ def _schemas() -> JsonObject:
             # previewOccurrences only: the schedule in words, the zone's IANA name (absent: UTC)
             "schedule": {"type": "string"},
             "timeZone": {"type": "string"},
+            # and, for a recurrence with exclusions, the occurrences it skips or moves
+            "excluded": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["scheduled", "reason"],
+                    "properties": {
+                        "scheduled": {"type": "string", "format": "date-time"},
+                        "movedTo": {"type": "string", "format": "date-time"},
+                        "reason": {"type": "string"},
+                    },
+                },
+            },
         },
     }
     text = {"type": "string"}

@@ -27,6 +27,7 @@ from shared.console.attention import (
 )
 from shared.console.views import collection_view, job_detail, job_row, timeline
 from shared.domain.ids import JobId
+from shared.domain.schedule.exclusion_reasons import holiday_countries
 from shared.services import EXECUTIONS_QUEUE, Services
 
 STATIC = Path(__file__).parent / "static"
@@ -39,6 +40,7 @@ CONTENT_TYPES = {
     "activity.js": "text/javascript",
     "roles.js": "text/javascript",
     "charts.js": "text/javascript",
+    "exclusions.js": "text/javascript",
     "console.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
@@ -120,6 +122,12 @@ def show_job(request: ApiRequest, services: Services) -> ApiResponse:
     return ApiResponse(200, job_detail(services.store.existing_job(job), services.now()))
 
 
+def list_holiday_calendars(request: ApiRequest, services: Services) -> ApiResponse:
+    """The countries and subdivisions whose public holidays a job may exclude, for the form's
+    pickers: the `holidays` package's own list, so that the page never falls behind it."""
+    return ApiResponse(200, {"value": holiday_countries()})
+
+
 def show_me(request: ApiRequest, services: Services) -> ApiResponse:
     """Who is signed in, and the most their roles allow over the whole service (the page hides
     what that cannot do; role assignments at narrower scopes are listed beside it)."""
@@ -158,4 +166,5 @@ ROUTES = [
     ConsoleRoute("console_job", f"{COLLECTION}/jobs/{{jobName}}", show_job),
     ConsoleRoute("console_attention", "console/api/attention", show_attention),
     ConsoleRoute("console_me", "console/api/me", show_me),
+    ConsoleRoute("console_holidays", "console/api/holidays", list_holiday_calendars),
 ]

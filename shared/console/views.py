@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from shared.domain.job_definition import ActionName, JobState
 from shared.domain.redaction import redacted_definition
+from shared.domain.schedule.exclusion_reasons import excluded_occurrences
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe_schedule
 from shared.domain.wire import JsonObject, iso
@@ -94,6 +95,9 @@ class TimelineRow(TypedDict):
     runs: list[str]
     more: bool  # it runs more often than the timeline draws
     timeZone: TimeZoneView | None
+    # Runs its days off skip or move within the span (exclusion_reasons.excluded_occurrences):
+    # only for a job whose recurrence has exclusions, and only when there are some.
+    excluded: NotRequired[list[JsonObject]]
 
 
 # Functional form: `from` is a Python keyword.
@@ -202,14 +206,16 @@ def timeline(jobs: Iterable[StoredJob], now: datetime) -> Timeline:
         )
         runs = [instant for instant in upcoming if instant <= until]
         busy = len(runs) == TIMELINE_RUNS_PER_JOB and runs[-1] < until
-        rows.append(
-            {
-                "name": stored.id.name,
-                "runs": [iso(run) for run in runs],
-                "more": busy,
-                "timeZone": time_zone(document.definition),
-            }
-        )
+        row: TimelineRow = {
+            "name": stored.id.name,
+            "runs": [iso(run) for run in runs],
+            "more": busy,
+            "timeZone": time_zone(document.definition),
+        }
+        excluded = excluded_occurrences(document.schedule, now, until, TIMELINE_RUNS_PER_JOB)
+        if excluded:
+            row["excluded"] = excluded
+        rows.append(row)
     return {"from": iso(now), "until": iso(until), "jobs": rows}
 
 

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from shared.domain import history
 from shared.domain.attempts import Attempt, Delivery, Pending, execution_id
 from shared.domain.collection import CollectionState
+from shared.domain.excluded_history import excluded_before
 from shared.domain.ids import JobId
 from shared.domain.job_definition import (
     ActionName,
@@ -251,7 +252,7 @@ def _alongside(
     coalesced = _coalesced(document, attempt, now)
     number = document.occurrences + coalesced.passed
     began = replace(coalesced.attempt, repeat=number)
-    entries = [
+    entries = excluded_before(document, began.expected, now) + [
         (Attempt(expected).history_id, _postponed_entry(expected, coalesced, began.expected, now))
         for expected in coalesced.postponed
     ]
@@ -300,6 +301,8 @@ def settle(
         (Attempt(expected).history_id, _postponed_entry(expected, run, attempt.expected, now))
         for expected in run.postponed
     ]
+    if run.passed and attempt.starts_occurrence and not attempt.run_now:
+        entries = excluded_before(document, attempt.expected, now) + entries
     entry = _entry(attempt, outcome, document, run)
     entries.append((attempt.history_id, entry))
     status = document.status
@@ -461,7 +464,7 @@ def _postponed_entry(
         )
     else:
         reason = "the service was down or behind"
-    return _not_run_entry(
+    return history.not_run_entry(
         expected,
         f"Postponed: {reason}; the job ran once, for the latest occurrence missed "
         f"({iso(ran_instead)}), instead.",
@@ -474,17 +477,5 @@ def _skipped_entry(
 ) -> JsonObject:
     """The entry of an occurrence not run because another was still running: Postponed, as
     history has no other status for an occurrence not run, and the reason says why."""
-    return _not_run_entry(expected, f"Skipped: {reason} (overlapPolicy {policy.value}).", now)
-
-
-def _not_run_entry(expected: datetime, message: str, now: datetime) -> JsonObject:
-    return {
-        "startTime": iso(now),
-        "endTime": iso(now),
-        "expectedExecutionTime": iso(expected),
-        "actionName": ActionName.MAIN_ACTION.value,
-        "status": HistoryStatus.POSTPONED.value,
-        "message": message,
-        "retryCount": 0,
-        "repeatCount": 0,
-    }
+    message = f"Skipped: {reason} (overlapPolicy {policy.value})."
+    return history.not_run_entry(expected, message, now)

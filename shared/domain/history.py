@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from shared.domain.wire import EPOCH, ticks
+from shared.domain.job_definition import ActionName, HistoryStatus
+from shared.domain.wire import EPOCH, JsonObject, iso, ticks
 
 KEPT_FOR = timedelta(days=60)  # history, and jobs after they completed or faulted
 MOST_HISTORY = 1000  # entries kept per job, the newest
@@ -41,3 +42,18 @@ def history_to_remove(entry_ids: Iterable[str], now: datetime) -> list[str]:
         for place, entry in enumerate(entry_ids)
         if place >= MOST_HISTORY or expected_of(entry) < oldest_kept
     ]
+
+
+def not_run_entry(expected: datetime, message: str, now: datetime) -> JsonObject:
+    """The entry of an occurrence that did not run at its time: Postponed, the only status
+    history has for that, and `message` says why."""
+    return {
+        "startTime": iso(now),
+        "endTime": iso(now),
+        "expectedExecutionTime": iso(expected),
+        "actionName": ActionName.MAIN_ACTION.value,
+        "status": HistoryStatus.POSTPONED.value,
+        "message": message,
+        "retryCount": 0,
+        "repeatCount": 0,
+    }

@@ -96,3 +96,50 @@ def test_a_calendar_survives_template_export_and_import(api: httpx.Client) -> No
     ]
     assert after["recurrence"] == before["recurrence"]
     assert after["recurrence"]["exclusions"] == recurrence["exclusions"]
+
+
+def _coming_christmas_year() -> int:
+    """The year of the next 23 December (a job may start at most 18 months ahead)."""
+    today = datetime.now(UTC)
+    return today.year if (today.month, today.day) < (12, 20) else today.year + 1
+
+
+def test_a_preview_lists_the_runs_the_calendar_skips_or_moves_and_why(
+    api: httpx.Client, collection: str
+) -> None:
+    year = _coming_christmas_year()
+    start = datetime(year, 12, 23, 9, tzinfo=UTC)
+    # Germany has no substitute days: the 25th and 26th are holidays whatever their weekday.
+    exclusions = {"holidays": [{"country": "DE"}], "dates": [f"{year}-12-24"], "weekdays": []}
+    body = http_job(startTime=_z(start), recurrence={"frequency": "Day", "exclusions": exclusions})
+    path = f"{collection_path(collection)}/previewOccurrences"
+
+    skipped = api.post(path, params={"count": 3}, json=body).json()
+    day = timedelta(days=1)
+    assert skipped["value"] == [_z(start), _z(start + 4 * day), _z(start + 5 * day)]
+    assert skipped["excluded"] == [
+        {"scheduled": _z(start + day), "reason": "a blackout date"},
+        {"scheduled": _z(start + 2 * day), "reason": "Christmas Day (public holiday, DE)"},
+        {
+            "scheduled": _z(start + 3 * day),
+            "reason": "Second Day of Christmas (public holiday, DE)",
+        },
+    ]
+
+    body["properties"]["recurrence"]["onExcluded"] = "NextBusinessDay"
+    moved = api.post(path, params={"count": 3}, json=body).json()
+    assert moved["value"] == [_z(start), _z(start + 4 * day), _z(start + 5 * day)]
+    assert [entry.get("movedTo") for entry in moved["excluded"]] == [_z(start + 4 * day)] * 3
+
+    plain = http_job(startTime=_z(start), recurrence={"frequency": "Day"})
+    assert "excluded" not in api.post(path, params={"count": 3}, json=plain).json()
+
+
+def test_the_console_lists_the_holiday_calendars_of_the_holidays_package(api: httpx.Client) -> None:
+    answer = api.get("/console/api/holidays", params={})
+    assert answer.status_code == 200, answer.text
+    countries = {country["code"]: country for country in answer.json()["value"]}
+    assert countries["DE"]["name"] == "Germany"
+    assert {"code": "BY", "name": "Bayern"} in countries["DE"]["subdivisions"]
+    assert {"code": "SCT", "name": "Scotland"} in countries["GB"]["subdivisions"]
+    assert len(countries) > 100

@@ -547,7 +547,7 @@ def test_an_edit_saves_the_change_and_keeps_the_stored_secret(
     expect(password).to_have_value("")  # write-only: never shown
     expect(password).to_have_attribute("placeholder", "•••••• (kept)")
     page.get_by_label("At hours").fill("9")
-    page.get_by_label("Wednesday").uncheck()
+    page.get_by_role("group", name="On days of the week").get_by_label("Wednesday").uncheck()
     expect(page.get_by_role("region", name="Preview")).to_contain_text("Mondays and Fridays at 09:00 UTC")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("status")).to_have_text("Job guarded was saved.")

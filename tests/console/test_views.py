@@ -178,6 +178,31 @@ def test_the_timeline_holds_the_next_24_hours_of_enabled_jobs() -> None:
     assert len(rows["busy"]["runs"]) == TIMELINE_RUNS_PER_JOB and rows["busy"]["more"] is True
 
 
+def test_the_timeline_marks_the_runs_a_jobs_days_off_skip_or_move_with_the_reason() -> None:
+    christmas_eve = utc("2030-12-24T12:30:00Z")
+    calendar = {"frequency": "hour", "interval": 6, "timeZone": "Europe/Berlin",
+                "exclusions": {"holidays": [{"country": "DE", "subdivision": "BY"}]}}  # fmt: skip
+    jobs = [
+        stored_job("skips", http_job(startTime="2030-12-01T00:00:00Z", recurrence=calendar), christmas_eve),
+        stored_job("moves", http_job(startTime="2030-12-01T00:00:00Z", recurrence=calendar | {"onExcluded": "PreviousBusinessDay"}), christmas_eve),
+        stored_job("plain", http_job(startTime="2030-12-01T00:00:00Z", recurrence=EVERY_SIX_HOURS), christmas_eve),
+    ]
+    rows = {row["name"]: row for row in timeline(jobs, christmas_eve)["jobs"]}
+    # 01:00, 07:00, 13:00 and 19:00 in Berlin (an hour ahead of UTC); the 25th is Christmas Day.
+    assert rows["skips"]["runs"] == ["2030-12-24T18:00:00Z"]
+    christmas = "Christmas Day (public holiday, DE-BY)"
+    assert rows["skips"]["excluded"] == [
+        {"scheduled": "2030-12-25T00:00:00Z", "reason": christmas},
+        {"scheduled": "2030-12-25T06:00:00Z", "reason": christmas},
+        {"scheduled": "2030-12-25T12:00:00Z", "reason": christmas},
+    ]
+    # Moved back onto the 24th's same wall times, all of them past by now.
+    assert [entry["movedTo"] for entry in rows["moves"]["excluded"]] == [
+        "2030-12-24T00:00:00Z", "2030-12-24T06:00:00Z", "2030-12-24T12:00:00Z",
+    ]  # fmt: skip
+    assert "excluded" not in rows["plain"]
+
+
 @pytest.mark.parametrize(
     ("action", "summary"),
     [

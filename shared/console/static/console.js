@@ -444,7 +444,11 @@ function timelineView(timeline) {
         const words = row.runs.length === 0 ? "no runs"
           : `${row.runs.length}${row.more ? "+" : ""} run${row.runs.length === 1 ? "" : "s"}, ` +
             `first at ${exactTime(row.runs[0])}`;
-        const track = h("div", { class: "track", role: "img", "aria-label": `${row.name}: ${words}` }, marks);
+        const daysOff = (row.excluded || []).map((item) => h("span", { // a symbol, not colour alone
+          class: "day-off", title: `${item.movedTo ? "Moved" : "Skipped"}: ${exactTime(item.scheduled)}, ${item.reason}`,
+          "data-at": String(((Date.parse(item.scheduled) - start) / span) * 100) }, item.movedTo ? "↷" : "⊘"));
+        const offWords = daysOff.length ? `; ${daysOff.map((mark) => mark.title).join("; ")}` : "";
+        const track = h("div", { class: "track", role: "img", "aria-label": `${row.name}: ${words}${offWords}` }, marks, daysOff);
         if (row.more) {
           const last = row.runs[row.runs.length - 1];
           track.append(h("span", { class: "busy", "data-from": String(((Date.parse(last) - start) / span) * 100) }));
@@ -454,14 +458,14 @@ function timelineView(timeline) {
     h("p", { class: "legend" },
       h("span", { class: "key-run", "aria-hidden": "true" }), " one run (point at it for its time) ",
       h("span", { class: "key-busy", "aria-hidden": "true" }),
-      " runs too many to draw one by one (over 200 in the day). Hours are UTC, from now; " +
-      "disabled jobs have no row."));
+      " runs too many to draw one by one (over 200 in the day); ⊘ a run skipped on a day off, ↷ one moved to " +
+      "a business day (point at it for the reason). Hours are UTC, from now; disabled jobs have no row."));
 }
 
 // Positions are set through the CSS object model: the content security policy allows no
 // inline style attributes.
 function placeMarks(root) {
-  for (const mark of root.querySelectorAll(".run[data-at]")) mark.style.left = `${mark.dataset.at}%`;
+  for (const mark of root.querySelectorAll(".run[data-at], .day-off[data-at]")) mark.style.left = `${mark.dataset.at}%`;
   for (const bar of root.querySelectorAll(".busy[data-from]")) bar.style.left = `${bar.dataset.from}%`;
 }
 

@@ -366,6 +366,7 @@ class JobEditor {
     this.problems = h("ul", { class: "form-problems error", role: "alert" });
     this.words = h("p", { class: "preview-words" });
     this.list = h("ol", { class: "occurrences" });
+    this.excludedList = h("ul", { class: "occurrences excluded", "aria-label": "Runs the days off skip or move" });
     this.previewNote = h("p", { class: "help" });
     this.saveButton = h("button", { type: "submit", class: "primary" }, this.jobName ? "Save" : "Create job");
     this.renderFields();
@@ -385,7 +386,7 @@ class JobEditor {
         h("section", { class: "preview", "aria-labelledby": "preview-title" },
           h("h2", { id: "preview-title" }, "Preview"),
           h("div", { "aria-live": "polite" }, this.words, this.previewNote),
-          this.list)),
+          this.list, this.excludedList)),
     ];
   }
 
@@ -448,6 +449,7 @@ class JobEditor {
       h("div", { class: "row-fields" },
         form.field("Stop after this many runs", at("count"), { kind: "number" }),
         form.dateTime("End time", at("endTime"), this.timeZone(), "No run after it; empty: none.")),
+      exclusionFields(this), // exclusions.js
     ];
   }
 
@@ -677,6 +679,7 @@ class JobEditor {
           : placed ? "Fix what is marked to see when the job would run."
             : "Fill in the form to see when the job would run.";
         this.list.replaceChildren();
+        this.excludedList.replaceChildren();
         this.markEndBeforeStart();
         return;
       }
@@ -692,6 +695,7 @@ class JobEditor {
         (zone ? ` (UTC and ${zone.name}):` : " (UTC):")
       : "It would never run: its schedule has no occurrence left.";
     this.list.replaceChildren(...answer.value.map((iso) => h("li", {}, when(iso, zone))));
+    this.excludedList.replaceChildren(...excludedItems(answer.excluded || [], zone)); // exclusions.js
   }
 
   // An end time at or before the start time saves a job that never runs: the API takes it, as

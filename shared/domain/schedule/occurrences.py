@@ -79,6 +79,11 @@ class Occurrences:
         and monthlyOccurrences that never fall on one day, or days no month the grid visits has."""
         return self._grid is not None and self._grid.is_empty
 
+    @property
+    def calendar(self) -> BusinessCalendar | None:
+        """The days the job does not run on; None when its recurrence excludes none."""
+        return self._calendar
+
     @functools.cached_property
     def _calendar(self) -> BusinessCalendar | None:
         recurrence = self.recurrence
