@@ -1,7 +1,8 @@
 """A cold start imports only what every invocation needs (issue 49), and still works on first call.
 
-The SDKs of the kinds of action, the Queue SDK, azure-identity, cryptography and the template
-machinery are imported on first use; a fresh process importing `function_app` (or the local
+The SDKs of the kinds of action, the Queue SDK, azure-identity, cryptography, the template
+machinery, the API's operations (shared/api/routes.py), the OpenAPI document and the console's
+views are imported on first use; a fresh process importing `function_app` (or the local
 host's worker) must not load them, or the gain measured by `bench.coldstart` silently goes.
 """
 
@@ -43,6 +44,8 @@ LAZY = {
     "shared.api.role_assignment_operations": "the first role assignments request",
     "shared.api.classic.operations": "the first classic API request",
     "shared.api.openapi": "the first /openapi.json request",
+    "shared.console.views": "the console's first read",
+    "shared.domain.schedule.words": "the first schedule described (console, ARM job reads)",
 }
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
