@@ -6,7 +6,7 @@ import json
 import azure.functions as func
 
 from shared import services
-from shared.api import health, openapi
+from shared.api import health
 from shared.api.access import arm_guard, classic_guard, console_guard
 from shared.api.arm import serve
 from shared.api.classic.serving import serve_classic
@@ -108,6 +108,9 @@ async def executor(message: func.QueueMessage) -> None:
 
 @app.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def openapi_document(req: func.HttpRequest) -> func.HttpResponse:
+    # Imported on first use, as few requests ask for it (a cold start's cost, issue 49).
+    from shared.api import openapi  # noqa: PLC0415
+
     return func.HttpResponse(json.dumps(openapi.document()), mimetype="application/json")
 
 

@@ -1,7 +1,8 @@
 """A cold start imports only what every invocation needs (issue 49), and still works on first call.
 
-The SDKs of the kinds of action, the Queue SDK, azure-identity, cryptography and the template
-machinery are imported on first use; a fresh process importing `function_app` (or the local
+The SDKs of the kinds of action, the Queue SDK, azure-identity, cryptography, the template
+machinery, the API's operations (shared/api/routes.py), the OpenAPI document and the console's
+views are imported on first use; a fresh process importing `function_app` (or the local
 host's worker) must not load them, or the gain measured by `bench.coldstart` silently goes.
 """
 
@@ -21,6 +22,7 @@ from azure.storage.queue import QueueServiceClient
 from devhost import azurite
 from shared.actions import Performed
 from shared.actions.deferred import BuiltOnFirstUse
+from shared.api.routes import CLASSIC_ROUTES, ROUTES, OnFirstRequest
 from shared.storage.clients import queue_service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +40,12 @@ LAZY = {
     "lark": "the first template request",
     "shared.actions.http": "the first HTTP action",
     "shared.api.template_operations": "the first template request",
+    "shared.api.job_operations": "the first ARM request about jobs",
+    "shared.api.role_assignment_operations": "the first role assignments request",
+    "shared.api.classic.operations": "the first classic API request",
+    "shared.api.openapi": "the first /openapi.json request",
+    "shared.console.views": "the console's first read",
+    "shared.domain.schedule.words": "the first schedule described (console, ARM job reads)",
 }
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
@@ -65,6 +73,16 @@ def test_a_cold_import_leaves_the_sdks_of_first_use_out(statement: str) -> None:
 def test_the_check_sees_a_module_that_is_imported() -> None:
     env = os.environ | {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
     assert loaded_after("import function_app, httpx", env) == {"httpx"}
+
+
+def test_each_operation_imported_on_first_request_names_a_function_of_its_module() -> None:
+    operations = {route.name: route.operation for route in [*ROUTES, *CLASSIC_ROUTES]}
+    direct = {name for name, operation in operations.items()
+              if not isinstance(operation, OnFirstRequest)}  # fmt: skip
+    assert direct == {"list_activity_log"}  # its module is imported anyway: every request logs
+    for name, operation in operations.items():
+        if isinstance(operation, OnFirstRequest):
+            assert callable(operation.resolved()), name
 
 
 # A fresh process on a fresh Azurite: its first requests create the tables and the queue they

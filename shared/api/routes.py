@@ -6,18 +6,14 @@ to ""), as they were below management.azure.com and management.core.windows.net.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shared.api import (
-    activity,
-    collection_operations,
-    job_operations,
-    role_assignment_operations,
-)
+from shared.api import activity
 from shared.api.arm import ApiRequest, ApiResponse, Operation
-from shared.api.classic import operations as classic
 from shared.domain.ids import PROVIDER
 
 if TYPE_CHECKING:
@@ -48,25 +44,35 @@ class Route:
     query: tuple[str, ...] = ()  # the optional query parameters it reads
 
 
-# The template operations are imported on their first request: with the template machinery
-# behind them (the expression grammar, lark, the planner) they are a fifth of what a cold start
-# imports, and few requests are imports or exports.
-def _import_template(request: ApiRequest, services: Services) -> ApiResponse:
-    from shared.api import template_operations  # noqa: PLC0415
+@dataclass(frozen=True)
+class OnFirstRequest:
+    """The operation `name` of the module `shared.api.<module>`, imported on its first request.
 
-    return template_operations.import_template(request, services)
+    A cold start imports only what every invocation needs (issue 49): an instance that only
+    delivers never loads the operations and the models behind them, and one that serves loads
+    those of the routes it is asked for. The template operations are the largest (with the
+    expression grammar, lark and the planner behind them, a fifth of a cold start's imports);
+    the activity log's is imported anyway, as every request records to it (shared/api/access.py).
+    """
+
+    module: str
+    name: str
+
+    def resolved(self) -> Operation:
+        operation: Operation = getattr(
+            importlib.import_module(f"shared.api.{self.module}"), self.name
+        )
+        return operation
+
+    def __call__(self, request: ApiRequest, services: Services) -> ApiResponse:
+        return self.resolved()(request, services)
 
 
-def _export_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
-    from shared.api import template_operations  # noqa: PLC0415
-
-    return template_operations.export_resource_group(request, services)
-
-
-def _export_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    from shared.api import template_operations  # noqa: PLC0415
-
-    return template_operations.export_collection(request, services)
+_collections = functools.partial(OnFirstRequest, "collection_operations")
+_jobs = functools.partial(OnFirstRequest, "job_operations")
+_templates = functools.partial(OnFirstRequest, "template_operations")
+_assignments = functools.partial(OnFirstRequest, "role_assignment_operations")
+_classic = functools.partial(OnFirstRequest, "classic.operations")
 
 
 _COLLECTION_BODY, _JOB_BODY = "CollectionBody", "JobBody"
@@ -77,59 +83,59 @@ _PAGED = ("$top", "$skip", "$skiptoken", "$filter")
 ROUTES = [
     Route("list_job_collections_in_subscription", "GET",
           f"{SUBSCRIPTION}/providers/{PROVIDER}/jobCollections",
-          collection_operations.list_collections_in_subscription,
+          _collections("list_collections_in_subscription"),
           answers={"200": "CollectionList"}),
     Route("list_job_collections", "GET", COLLECTIONS,
-          collection_operations.list_collections_in_resource_group,
+          _collections("list_collections_in_resource_group"),
           answers={"200": "CollectionList"}),
-    Route("get_job_collection", "GET", COLLECTION, collection_operations.get_collection,
+    Route("get_job_collection", "GET", COLLECTION, _collections("get_collection"),
           answers={"200": _COLLECTION_BODY}),
-    Route("put_job_collection", "PUT", COLLECTION, collection_operations.put_collection,
+    Route("put_job_collection", "PUT", COLLECTION, _collections("put_collection"),
           body=_COLLECTION_BODY, answers={"201": _COLLECTION_BODY}),
-    Route("patch_job_collection", "PATCH", COLLECTION, collection_operations.patch_collection,
+    Route("patch_job_collection", "PATCH", COLLECTION, _collections("patch_collection"),
           body=_COLLECTION_BODY, answers={"200": _COLLECTION_BODY}),
-    Route("delete_job_collection", "DELETE", COLLECTION, collection_operations.delete_collection,
+    Route("delete_job_collection", "DELETE", COLLECTION, _collections("delete_collection"),
           answers=_DELETED),
     Route("enable_job_collection", "POST", f"{COLLECTION}/enable",
-          job_operations.enable_collection),
+          _jobs("enable_collection")),
     Route("disable_job_collection", "POST", f"{COLLECTION}/disable",
-          job_operations.disable_collection),
+          _jobs("disable_collection")),
     Route("preview_occurrences", "POST", f"{COLLECTION}/previewOccurrences",
-          job_operations.preview_occurrences, body=_JOB_BODY, answers={"200": "Occurrences"},
+          _jobs("preview_occurrences"), body=_JOB_BODY, answers={"200": "Occurrences"},
           query=("count",)),
-    Route("list_jobs", "GET", f"{COLLECTION}/jobs", job_operations.list_jobs,
+    Route("list_jobs", "GET", f"{COLLECTION}/jobs", _jobs("list_jobs"),
           answers={"200": "JobList"}, query=_PAGED),
-    Route("get_job", "GET", JOB, job_operations.get_job, answers={"200": _JOB_BODY}),
-    Route("put_job", "PUT", JOB, job_operations.put_job, body=_JOB_BODY,
+    Route("get_job", "GET", JOB, _jobs("get_job"), answers={"200": _JOB_BODY}),
+    Route("put_job", "PUT", JOB, _jobs("put_job"), body=_JOB_BODY,
           answers={"200": _JOB_BODY, "201": _JOB_BODY}),
-    Route("patch_job", "PATCH", JOB, job_operations.patch_job, body=_JOB_BODY,
+    Route("patch_job", "PATCH", JOB, _jobs("patch_job"), body=_JOB_BODY,
           answers={"200": _JOB_BODY}),
-    Route("delete_job", "DELETE", JOB, job_operations.delete_job, answers=_DELETED),
-    Route("run_job", "POST", f"{JOB}/run", job_operations.run_job),
-    Route("list_job_history", "GET", f"{JOB}/history", job_operations.list_history,
+    Route("delete_job", "DELETE", JOB, _jobs("delete_job"), answers=_DELETED),
+    Route("run_job", "POST", f"{JOB}/run", _jobs("run_job")),
+    Route("list_job_history", "GET", f"{JOB}/history", _jobs("list_history"),
           answers={"200": "HistoryList"}, query=_PAGED),
-    Route("next_occurrences", "GET", f"{JOB}/nextOccurrences", job_operations.next_occurrences,
+    Route("next_occurrences", "GET", f"{JOB}/nextOccurrences", _jobs("next_occurrences"),
           answers={"200": "Occurrences"}, query=("count",)),
     # Extensions: templates in and out (docs/templates.md).
     Route("import_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/importTemplate",
-          _import_template, body="ImportRequest",
+          _templates("import_template"), body="ImportRequest",
           answers={"200": "ImportReport"}),
     Route("export_resource_group_template", "POST", f"{RESOURCE_GROUP_PROVIDER}/exportTemplate",
-          _export_resource_group, answers={"200": "ExportedTemplate"}),
+          _templates("export_resource_group"), answers={"200": "ExportedTemplate"}),
     Route("export_collection_template", "POST", f"{COLLECTION}/exportTemplate",
-          _export_collection, answers={"200": "ExportedTemplate"}),
+          _templates("export_collection"), answers={"200": "ExportedTemplate"}),
     # Extensions: who did what (the activity log) and who may (docs/security.md).
     Route("list_activity_log", "GET", f"{SUBSCRIPTION_PROVIDER}/activityLog",
           activity.list_activity_log, query=("$top", "$skiptoken", "$filter")),
     Route("list_role_assignments", "GET", f"{SUBSCRIPTION_PROVIDER}/roleAssignments",
-          role_assignment_operations.list_role_assignments),
+          _assignments("list_role_assignments")),
     Route("get_role_assignment", "GET", ROLE_ASSIGNMENT,
-          role_assignment_operations.get_role_assignment),
+          _assignments("get_role_assignment")),
     Route("put_role_assignment", "PUT", ROLE_ASSIGNMENT,
-          role_assignment_operations.put_role_assignment, body="AssignmentBody",
+          _assignments("put_role_assignment"), body="AssignmentBody",
           answers={"200": None, "201": None}),
     Route("delete_role_assignment", "DELETE", ROLE_ASSIGNMENT,
-          role_assignment_operations.delete_role_assignment, answers=_DELETED),
+          _assignments("delete_role_assignment"), answers=_DELETED),
 ]  # fmt: skip
 
 
@@ -159,32 +165,34 @@ CLASSIC_JOBS = f"{SCHEDULER_COLLECTION}/jobs"
 CLASSIC_JOB = f"{CLASSIC_JOBS}/{{jobId}}"
 
 CLASSIC_ROUTES = [
-    ClassicRoute("classic_list_cloud_services", "GET", CLOUD_SERVICES, classic.list_cloud_services),
-    ClassicRoute("classic_get_cloud_service", "GET", CLOUD_SERVICE, classic.get_cloud_service),
-    ClassicRoute("classic_put_cloud_service", "PUT", CLOUD_SERVICE, classic.put_cloud_service),
+    ClassicRoute("classic_list_cloud_services", "GET", CLOUD_SERVICES,
+                 _classic("list_cloud_services")),
+    ClassicRoute("classic_get_cloud_service", "GET", CLOUD_SERVICE, _classic("get_cloud_service")),
+    ClassicRoute("classic_put_cloud_service", "PUT", CLOUD_SERVICE, _classic("put_cloud_service")),
     ClassicRoute("classic_delete_cloud_service", "DELETE", CLOUD_SERVICE,
-                 classic.delete_cloud_service),
+                 _classic("delete_cloud_service")),
     # The Python client POSTs the name check, the .NET one GETs it.
     ClassicRoute("classic_check_name", "POST", CLASSIC_COLLECTIONS,
-                 classic.check_name_availability),
+                 _classic("check_name_availability")),
     ClassicRoute("classic_check_name_get", "GET", CLASSIC_COLLECTIONS,
-                 classic.check_name_availability),
+                 _classic("check_name_availability")),
     ClassicRoute("classic_put_job_collection", "PUT", CLASSIC_COLLECTION,
-                 classic.put_job_collection),
+                 _classic("put_job_collection")),
     ClassicRoute("classic_delete_job_collection", "DELETE", CLASSIC_COLLECTION,
-                 classic.delete_job_collection),
+                 _classic("delete_job_collection")),
     ClassicRoute("classic_get_job_collection", "GET", SCHEDULER_COLLECTION,
-                 classic.get_job_collection),
-    ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, classic.list_jobs, api_version=True),
-    ClassicRoute("classic_switch_jobs", "PATCH", CLASSIC_JOBS, classic.switch_jobs),
-    ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, classic.post_job, api_version=True),
-    ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, classic.get_job, api_version=True),
-    ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, classic.put_job, api_version=True),
-    ClassicRoute("classic_patch_job", "PATCH", CLASSIC_JOB, classic.patch_job, api_version=True),
-    ClassicRoute("classic_delete_job", "DELETE", CLASSIC_JOB, classic.delete_job,
+                 _classic("get_job_collection")),
+    ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, _classic("list_jobs"), api_version=True),
+    ClassicRoute("classic_switch_jobs", "PATCH", CLASSIC_JOBS, _classic("switch_jobs")),
+    ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, _classic("post_job"), api_version=True),
+    ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, _classic("get_job"), api_version=True),
+    ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, _classic("put_job"), api_version=True),
+    ClassicRoute("classic_patch_job", "PATCH", CLASSIC_JOB, _classic("patch_job"),
+                 api_version=True),
+    ClassicRoute("classic_delete_job", "DELETE", CLASSIC_JOB, _classic("delete_job"),
                  api_version=True),
     ClassicRoute("classic_list_job_history", "GET", f"{CLASSIC_JOB}/history",
-                 classic.list_history, api_version=True),
+                 _classic("list_history"), api_version=True),
     ClassicRoute("classic_get_operation_status", "GET", "{subscriptionId}/operations/{requestId}",
-                 classic.get_operation_status),
+                 _classic("get_operation_status")),
 ]  # fmt: skip

@@ -25,7 +25,6 @@ from shared.console.attention import (
     claim_list,
     poison_list,
 )
-from shared.console.views import collection_view, job_detail, job_row, timeline
 from shared.domain.ids import JobId
 from shared.domain.schedule.exclusion_reasons import holiday_countries
 from shared.services import EXECUTIONS_QUEUE, Services
@@ -72,6 +71,10 @@ def file_response(name: str) -> func.HttpResponse:
 def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
     """Every collection of every subscription, with its jobs counted by state; and how many
     poison messages and claims past their deadline need a look (as /health counts them)."""
+    # The views (with the schedule's words behind them) are imported on the console's first
+    # read, not by a cold start that never serves one (issue 49).
+    from shared.console.views import collection_view  # noqa: PLC0415
+
     store, now = services.store, services.now()
     found = sorted(
         store.all_collections(),
@@ -104,6 +107,8 @@ def show_attention(request: ApiRequest, services: Services) -> ApiResponse:
 
 def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """A collection, its jobs and the timeline of their next 24 hours."""
+    from shared.console.views import collection_view, job_row, timeline  # noqa: PLC0415
+
     stored = services.store.existing_collection(collection_id(request))
     jobs, now = list(services.store.jobs(stored.id)), services.now()
     return ApiResponse(
@@ -118,6 +123,8 @@ def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 def show_job(request: ApiRequest, services: Services) -> ApiResponse:
     """A job: its row, its definition without secrets and its next occurrences."""
+    from shared.console.views import job_detail  # noqa: PLC0415
+
     job = JobId.of(collection_id(request), request.route["jobName"])
     return ApiResponse(200, job_detail(services.store.existing_job(job), services.now()))
 
