@@ -63,11 +63,18 @@ def record(
 
 
 def _client_address(forwarded: str) -> str:
-    """The first address the platform's front end names (without a port), kept short."""
-    first = forwarded.split(",", 1)[0].strip()[:64]
-    if first.count(":") == 1:  # an IPv4 address with its port, as App Service writes it
-        first = first.split(":", 1)[0]
-    return first
+    """The address the platform's front end saw, without its port, kept short.
+
+    A proxy appends the address it was called from to X-Forwarded-For, so the entry the
+    platform's front end wrote is the last one; anything before it came from the client (or from
+    proxies in front of the platform) and may be made up.
+    """
+    last = forwarded.rsplit(",", 1)[-1].strip()[:64]
+    if last.startswith("["):  # an IPv6 address with its port: [2001:db8::1]:443
+        return last[1:].split("]", 1)[0]
+    if last.count(":") == 1:  # an IPv4 address with its port, as App Service writes it
+        return last.split(":", 1)[0]
+    return last
 
 
 def list_activity_log(request: ApiRequest, services: Services) -> ApiResponse:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from devhost.identity import mint, object_id_of
+from shared.api.activity import _client_address
 from shared.domain.access import ADMINISTRATOR, Caller, Grant, Role, writes
 from shared.domain.activity import KEPT_FOR, Attempt, event
 from shared.domain.wire import iso
@@ -199,6 +200,20 @@ def test_an_events_caller_is_named_as_azure_names_one() -> None:
     names = [event(Attempt(caller, writes("x"), "/subscriptions/s", "PUT", 403, "c", "1.2.3.4:5678"), at, "e")["caller"]
              for caller in (person, app, ADMINISTRATOR, None)]  # fmt: skip
     assert names == ["alice", "app-2", "function key", "unauthenticated"]
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "address"),
+    [
+        ("203.0.113.7:51234", "203.0.113.7"),
+        ("10.9.9.9, 203.0.113.7:51234", "203.0.113.7"),  # the client's own entry comes first
+        ("forged, also-forged,[2001:db8::7]:443", "2001:db8::7"),
+        ("2001:db8::7", "2001:db8::7"),
+        ("", ""),
+    ],
+)
+def test_the_client_address_is_the_one_the_platforms_front_end_appended(forwarded: str, address: str) -> None:
+    assert _client_address(forwarded) == address
 
 
 # --- what is not kept: attempts that name nobody ---
