@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 
 from shared.domain.attempts import Attempt, Delivery, Pending
@@ -48,6 +49,12 @@ from shared.storage.interface import (
     StoredCollection,
     StoredJob,
 )
+
+
+def _same_as_stored(document: JobDocument, stored: JobDocument) -> bool:
+    """Whether a new definition's document says nothing that the stored one does not: equal to
+    it but for the moment it was defined (then the stored one's deliveries serve it as well)."""
+    return replace(document, defined_at=stored.defined_at) == stored
 
 
 class Scheduling:
@@ -118,6 +125,12 @@ class Scheduling:
             previous=current.document if current else None,
             state_reason=state_reason,
         )
+        if current is not None and _same_as_stored(document, current.document):
+            # The same definition again (a template deployed again does this to every job):
+            # what is stored already says it all, and what it waits for was sent before it was
+            # written. Nothing to send or write; the job keeps its etag.
+            preconditions.check(current)
+            return current, False
         dispatched = self._dispatcher.dispatch(
             [Delivery(job, now, entry) for entry in document.pending], now
         )
