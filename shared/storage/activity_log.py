@@ -151,6 +151,7 @@ class ActivityLog:
     def remove_before(self, before: datetime, *, days_back: int = 30) -> None:
         """Drop the days wholly before `before` (the `days_back` days before it: the clean-up
         runs daily, so older days are gone already)."""
+        self.flush()  # else events held of those days would be written after they were dropped
         for back in range(1, days_back + 1):
             partition = day_key(before - back * _DAY)
             rows = self._table.query_entities(
