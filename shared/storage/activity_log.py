@@ -106,15 +106,15 @@ class ActivityLog:
                 unwritten = [row for row in rows if row["PartitionKey"] not in written]
                 with self._lock:
                     self._held[:0] = unwritten[-MOST_HELD:]
+                self._schedule_write()  # tried again later, whoever asked for this write
                 raise
 
     def _write_held_safely(self) -> None:
-        """The scheduled write: a failure keeps the events for the next one, scheduled anew."""
+        """The scheduled write: a failure keeps the events for the next one (see `flush`)."""
         try:
             self.flush()
         except Exception:
             log.exception("activity log events could not be written yet; kept for the next write")
-            self._schedule_write()
 
     def events(
         self,
