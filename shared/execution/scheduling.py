@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 
 from shared.domain.attempts import Attempt, Delivery, Pending
@@ -32,7 +33,12 @@ from shared.domain.problems import InvalidRequest, Refused
 from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
-from shared.storage.errors import EtagMismatch, ModifiedConcurrently, StorageError
+from shared.storage.errors import (
+    ChangedSinceRead,
+    EtagMismatch,
+    ModifiedConcurrently,
+    StorageError,
+)
 from shared.storage.interface import (
     JobSlot,
     Preconditions,
@@ -43,6 +49,12 @@ from shared.storage.interface import (
     StoredCollection,
     StoredJob,
 )
+
+
+def _same_as_stored(document: JobDocument, stored: JobDocument) -> bool:
+    """Whether a new definition's document says nothing that the stored one does not: equal to
+    it but for the moment it was defined (then the stored one's deliveries serve it as well)."""
+    return replace(document, defined_at=stored.defined_at) == stored
 
 
 class Scheduling:
@@ -66,8 +78,29 @@ class Scheduling:
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
         collection = self._store.existing_collection(job.collection)
-        sku = collection.document.sku
         slot = slot or self._store.job_slot(job)
+        # A writer that lost its race (the executor settled the job, another PUT landed) builds
+        # its document again on the job as it is now: written over the newer job, the document
+        # built on the older one would put back the counts and state that write changed.
+        for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+            if attempt:
+                slot = self._store.job_slot(job)
+            try:
+                return self._save_definition_on(
+                    job, properties, now, collection, slot,
+                    preconditions=preconditions or Preconditions(), state_reason=state_reason,
+                )  # fmt: skip
+            except ChangedSinceRead:
+                continue
+        raise ModifiedConcurrently("job")
+
+    def _save_definition_on(
+        self, job: JobId, properties: JobProperties, now: datetime, collection: StoredCollection,
+        slot: JobSlot, *, preconditions: Preconditions, state_reason: str | None,
+    ) -> tuple[StoredJob, bool]:  # fmt: skip
+        """One attempt of `save_definition`, on the job as `slot` read it; ChangedSinceRead
+        (with what it sent taken back) when the job changed since."""
+        sku = collection.document.sku
         current = slot.current
         if current is not None:  # what a read showed masked, sent back: the stored values
             properties = keeping_stored_secrets(properties, current.document.definition)
@@ -92,12 +125,18 @@ class Scheduling:
             previous=current.document if current else None,
             state_reason=state_reason,
         )
+        if current is not None and _same_as_stored(document, current.document):
+            # The same definition again (a template deployed again does this to every job):
+            # what is stored already says it all, and what it waits for was sent before it was
+            # written. Nothing to send or write; the job keeps its etag.
+            preconditions.check(current)
+            return current, False
         dispatched = self._dispatcher.dispatch(
             [Delivery(job, now, entry) for entry in document.pending], now
         )
         with self._withdrawn_if_refused(dispatched):
             return self._store.save_job(
-                job, document, preconditions or Preconditions(), slot,
+                job, document, preconditions, slot,
                 max_jobs=quota.max_job_count, now=now, within=collection,
             )  # fmt: skip
 

@@ -38,3 +38,13 @@ class QuotaExceeded(StorageError):
     def __init__(self, jobs: int) -> None:
         super().__init__(f"the collection holds {jobs} jobs")
         self.jobs = jobs
+
+
+class ChangedSinceRead(StorageError):
+    """The job was written (or created, or deleted) by someone else after the caller read it:
+    a document built from that read must not be written. The caller reads the job again and
+    builds its document anew (`Scheduling.save_definition` does)."""
+
+    def __init__(self, job: JobId) -> None:
+        super().__init__(f"{job.arm_id} changed since it was read")
+        self.job = job

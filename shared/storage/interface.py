@@ -119,14 +119,15 @@ class Store(Protocol):
     ) -> tuple[StoredJob, bool]:  # fmt: skip
         """Create or replace a job; what is now stored, and whether it was created.
 
-        `slot` is what the caller read with `job_slot`; if another writer got there first, the
-        job is read again and the write retried. A new job counts against `max_jobs`
-        (QuotaExceeded when the collection holds that many): the count is exact under races,
-        and a crash may only ever leave it too high, never too low; a creator refused with
-        `now` given first corrects counts left too high by crashes long enough ago. With
-        `within` (the collection as the caller read it), a new job is kept only if that
-        collection, that incarnation of it, is still there once the job is in; otherwise it is
-        withdrawn and the answer is NotFound for the collection.
+        `slot` is what the caller read with `job_slot`, and what `document` was built from; if
+        another writer changed, created or deleted the job since, nothing is written and the
+        answer is ChangedSinceRead (read it again and build the document anew). A new job
+        counts against `max_jobs` (QuotaExceeded when the collection holds that many): the
+        count is exact under races, and a crash may only ever leave it too high, never too low;
+        a creator refused with `now` given first corrects counts left too high by crashes long
+        enough ago. With `within` (the collection as the caller read it), a new job is kept
+        only if that collection, that incarnation of it, is still there once the job is in;
+        otherwise it is withdrawn and the answer is NotFound for the collection.
         """
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:

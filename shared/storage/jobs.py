@@ -46,7 +46,7 @@ from shared.storage.documents import (
     StoredJob,
     as_json,
 )
-from shared.storage.errors import ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
 from shared.storage.history import History
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
@@ -209,9 +209,12 @@ class Jobs:
         again; if that incarnation is gone, the job is withdrawn (see `delete_collection`).
         """
         partition = jobs_partition(job.collection)
+        built_on = slot.current  # what `document` was built from: only over that may it go
         for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
             if attempt:
                 slot = JobSlot(self._jobs.get(partition, job_row(job)), {})
+                if _etag_of(slot.current) != _etag_of(built_on):
+                    raise ChangedSinceRead(job)
             preconditions.check(slot.current)
             entity = _job_entity(job, document, slot.current)
             if slot.current is not None:
@@ -220,7 +223,9 @@ class Jobs:
                         entity, mode=UpdateMode.REPLACE, **unchanged_since(slot.current.etag)
                     )
                 except (ResourceModifiedError, ResourceNotFoundError):
-                    continue
+                    # Written meanwhile (the executor's settlement, another PUT) or deleted:
+                    # the document would put back what that write changed.
+                    raise ChangedSinceRead(job) from None
                 return self._jobs.from_entity(entity, metadata["etag"]), False
             # A mark of this insert alone: a row of the same content that another creator of the
             # same name inserted at the same moment is not this one (`_held`).
@@ -230,7 +235,9 @@ class Jobs:
             except QuotaExceeded:
                 if self._jobs.get(partition, job_row(job)) is None:
                     raise
-                continue  # a creator racing for the same name got it in: replace it instead
+                # A creator racing for the same name got it in: the caller replaces it, with a
+                # document built on it.
+                raise ChangedSinceRead(job) from None
             try:
                 if time.monotonic() - counted_at > COUNTED_INSERT_WITHIN_S:
                     self._counting.uncount(
@@ -245,7 +252,7 @@ class Jobs:
                 held = self._held(inserted)
                 if held is None:
                     self._counting.uncount(partition, row, counted_at)
-                    continue
+                    raise ChangedSinceRead(job) from None
                 metadata, checked = {"etag": held.metadata["etag"]}, within is not None
             except ServiceRequestError:  # never reached storage: the place is free again
                 with contextlib.suppress(Exception):
@@ -424,6 +431,10 @@ def claim_column(until: datetime | None) -> str:
     """A claim's deadline as a column that sorts as time does (every digit, always), so that a
     query can find the jobs with a claim past its deadline; "" for a job with none."""
     return "" if until is None else until.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _etag_of(stored: StoredJob | None) -> str | None:
+    return None if stored is None else stored.etag
 
 
 def _keys_of(stored: StoredJob) -> dict[str, str]:

@@ -28,7 +28,7 @@ from shared.storage.documents import (
     StoredJob,
     as_json,
 )
-from shared.storage.errors import ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
 from shared.storage.jobs import claim_column
 from shared.storage.keys import COUNTER_PREFIX, job_row, jobs_partition
 from shared.storage.memory_records import HistoryInMemory, new_etag
@@ -136,14 +136,13 @@ class JobsInMemory:
         text = as_json(document.to_wire())
         with self._lock:
             row = self._row(job)
+            read = None if slot.current is None else slot.current.etag
+            if (None if row is None else row.etag) != read:
+                # Another writer came first: the document was built on what it changed.
+                raise ChangedSinceRead(job)
             if row is not None:
-                if slot.current is None or slot.current.etag != row.etag:
-                    # Another writer came first: decided again on what is stored now.
-                    preconditions.check(row.stored())
                 written = _Job(row.names, text, new_etag())
             else:
-                if slot.current is not None:  # deleted since it was read
-                    preconditions.check(None)
                 jobs = self._count(job.collection)
                 if max_jobs is not None and jobs >= max_jobs:
                     raise QuotaExceeded(jobs)

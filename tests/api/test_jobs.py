@@ -476,9 +476,14 @@ def test_patch_merges_and_null_removes(api: httpx.Client, collection: str) -> No
 
 def test_if_match_on_jobs(api: httpx.Client, collection: str) -> None:
     name = unique("etag")
-    etag = put_job(api, collection, http_job(), name=name).headers["ETag"]
-    assert api.put(job_path(collection, name), json=http_job(), headers={"If-Match": '"old"'}).status_code == 412
-    assert api.put(job_path(collection, name), json=http_job(), headers={"If-Match": etag}).status_code == 200
+    body = http_job()
+    etag = put_job(api, collection, body, name=name).headers["ETag"]
+    assert api.put(job_path(collection, name), json=body, headers={"If-Match": '"old"'}).status_code == 412
+    # The same definition again changes nothing, so the etag stays; another one changes it.
+    same = api.put(job_path(collection, name), json=body, headers={"If-Match": etag})
+    assert same.status_code == 200 and same.headers["ETag"] == etag
+    changed = http_job(recurrence={"frequency": "Hour", "interval": 3})
+    assert api.put(job_path(collection, name), json=changed, headers={"If-Match": etag}).status_code == 200
     assert api.delete(job_path(collection, name), headers={"If-Match": etag}).status_code == 412
 
 

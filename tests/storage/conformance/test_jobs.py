@@ -12,7 +12,7 @@ from shared.domain.attempts import Attempt, Pending
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
-from shared.storage.errors import EtagMismatch, NotFound, QuotaExceeded
+from shared.storage.errors import ChangedSinceRead, EtagMismatch, NotFound, QuotaExceeded
 from shared.storage.interface import PageBounds, Preconditions, Store, StoredCollection, StoredJob
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
@@ -24,7 +24,12 @@ WRITERS = 6
 def create(
     store: Store, job: JobId, document: JobDocument = ENABLED, max_jobs: int | None = None
 ) -> tuple[StoredJob, bool]:
-    return store.save_job(job, document, Preconditions(), store.job_slot(job), max_jobs)
+    """Save as the scheduling layer does: a write that lost its race reads the job again."""
+    while True:
+        try:
+            return store.save_job(job, document, Preconditions(), store.job_slot(job), max_jobs)
+        except ChangedSinceRead:
+            continue
 
 
 def in_parallel(work: Callable[[int], None], writers: int = WRITERS) -> None:
@@ -68,11 +73,16 @@ def test_preconditions_hold_against_what_is_stored(store: Store, collection: Sto
         store.save_job(job, DISABLED, Preconditions(if_none_match="*"), store.job_slot(job))
     stale_slot = store.job_slot(job)
     second, _ = store.save_job(job, DISABLED, Preconditions(), store.job_slot(job))
-    # A write on a slot read before another writer's: decided again on what is stored now.
-    with pytest.raises(EtagMismatch):
+    # A write on a slot read before another writer's writes nothing: its document was built on
+    # what that writer changed. Read again, the precondition is decided on what is stored now.
+    with pytest.raises(ChangedSinceRead):
         store.save_job(job, ENABLED, Preconditions(if_match=first.etag), stale_slot)
+    with pytest.raises(ChangedSinceRead):
+        store.save_job(job, ENABLED, Preconditions(), stale_slot)
     assert store.existing_job(job) == second
-    third, created = store.save_job(job, ENABLED, Preconditions(), stale_slot)
+    with pytest.raises(EtagMismatch):
+        store.save_job(job, ENABLED, Preconditions(if_match=first.etag), store.job_slot(job))
+    third, created = store.save_job(job, ENABLED, Preconditions(), store.job_slot(job))
     assert not created and third.etag not in (first.etag, second.etag)
     with pytest.raises(EtagMismatch):
         store.delete_job(job, Preconditions(if_match=first.etag))
@@ -83,16 +93,19 @@ def test_preconditions_hold_against_what_is_stored(store: Store, collection: Sto
     assert store.delete_job(job, Preconditions(if_match=third.etag))
 
 
-def test_a_slot_read_before_a_deletion_creates_the_job_anew(
+def test_a_slot_read_before_a_deletion_writes_nothing_and_read_again_creates_the_job_anew(
     store: Store, collection: StoredCollection
 ) -> None:
     job = JobId(collection.id, "phoenix")
     create(store, job)
     slot = store.job_slot(job)
     store.delete_job(job, Preconditions())
+    with pytest.raises(ChangedSinceRead):
+        store.save_job(job, DISABLED, Preconditions(), slot)
+    assert store.job(job) is None
     with pytest.raises(EtagMismatch):
-        store.save_job(job, ENABLED, Preconditions(if_match="*"), slot)
-    stored, created = store.save_job(job, DISABLED, Preconditions(), slot)
+        store.save_job(job, ENABLED, Preconditions(if_match="*"), store.job_slot(job))
+    stored, created = store.save_job(job, DISABLED, Preconditions(), store.job_slot(job))
     assert created and store.existing_job(job) == stored
 
 

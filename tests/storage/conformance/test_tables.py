@@ -4,6 +4,8 @@ queries they send answer the same rows in the same order."""
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -76,7 +78,11 @@ def event(at: datetime, event_id: str, caller: str) -> dict[str, object]:
 
 def test_the_activity_log_answers_newest_first_by_place(tables: TableServiceLike) -> None:
     log = ActivityLog.in_service(tables, table_name())
-    times = [START - timedelta(days=1, hours=1), START - timedelta(hours=2), START - timedelta(hours=1)]
+    times = [
+        START - timedelta(days=1, hours=1),
+        START - timedelta(hours=2),
+        START - timedelta(hours=1),
+    ]
     for n, at in enumerate(times):
         log.add(event(at, f"e{n}", "alice" if n != 1 else "bob"))
     everything = list(log.events(START - timedelta(days=3), START, lambda _event: True))
@@ -84,11 +90,35 @@ def test_the_activity_log_answers_newest_first_by_place(tables: TableServiceLike
     alice = [found["eventDataId"] for _, found in log.events(
         START - timedelta(days=3), START, lambda found: found["caller"] == "alice")]  # fmt: skip
     assert alice == ["e2", "e0"]
-    after_first = log.events(START - timedelta(days=3), START, lambda _: True, after=everything[0][0])
+    after_first = log.events(
+        START - timedelta(days=3), START, lambda _: True, after=everything[0][0]
+    )
     assert [found["eventDataId"] for _, found in after_first] == ["e1", "e0"]
     log.remove_before(START - timedelta(hours=12), days_back=3)
     assert [found["eventDataId"] for _, found in log.events(
         START - timedelta(days=3), START, lambda _: True)] == ["e2", "e1"]  # fmt: skip
+
+
+def test_activity_log_events_are_written_behind_within_the_delay_all_in_one_batch(
+    tables: TableServiceLike,
+) -> None:
+    name = table_name()
+    log = ActivityLog.in_service(tables, name)
+    log.write_behind_s = 0.05
+    for n in range(3):
+        log.add(event(START - timedelta(hours=n + 1), f"late{n}", "alice"))
+    table = tables.get_table_client(name)
+    deadline = time.monotonic() + 20  # a bound for a loaded machine; 0.05 s is the delay
+    while len(list(table.list_entities())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rows = list(table.list_entities())  # written by the timer: no read of the log flushed them
+    assert sorted(json.loads(row["Event"])["eventDataId"] for row in rows) == [
+        "late0",
+        "late1",
+        "late2",
+    ]
+    log.flush()  # nothing held: nothing written again
+    assert len(list(table.list_entities())) == 3
 
 
 def test_role_assignments_by_name_and_principal(tables: TableServiceLike) -> None:
@@ -108,4 +138,8 @@ def test_role_assignments_by_name_and_principal(tables: TableServiceLike) -> Non
 def test_a_query_the_memory_table_does_not_know_is_refused() -> None:
     table = MemoryTables().get_table_client("any")
     with pytest.raises(ValueError, match="does not understand"):
-        list(table.query_entities("PartitionKey eq 'literal' or RowKey gt @low", parameters={"low": ""}))
+        list(
+            table.query_entities(
+                "PartitionKey eq 'literal' or RowKey gt @low", parameters={"low": ""}
+            )
+        )
