@@ -37,7 +37,7 @@ from shared.storage.interface import (
     JobSlot,
     Preconditions,
     RunNowsInFlight,
-    Store,
+    Storage,
     Stored,
     StoredCloudService,
     StoredCollection,
@@ -49,8 +49,8 @@ class Scheduling:
     """Every write of the API: those that change what a job waits for with what each sends,
     the deletes, and the classic API's records."""
 
-    def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
-        self._store, self._dispatcher = store, dispatcher
+    def __init__(self, storage: Storage, dispatcher: Dispatcher) -> None:
+        self._storage, self._dispatcher = storage, dispatcher
 
     def save_definition(
         self,
@@ -65,9 +65,9 @@ class Scheduling:
         """Create or replace a job's definition, checked against every rule and its collection's
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
-        collection = self._store.existing_collection(job.collection)
+        collection = self._storage.collections.existing_collection(job.collection)
         sku = collection.document.sku
-        slot = slot or self._store.job_slot(job)
+        slot = slot or self._storage.jobs.job_slot(job)
         current = slot.current
         if current is not None:  # what a read showed masked, sent back: the stored values
             properties = keeping_stored_secrets(properties, current.document.definition)
@@ -96,7 +96,7 @@ class Scheduling:
             [Delivery(job, now, entry) for entry in document.pending], now
         )
         with self._withdrawn_if_refused(dispatched):
-            return self._store.save_job(
+            return self._storage.jobs.save_job(
                 job, document, preconditions or Preconditions(), slot,
                 max_jobs=quota.max_job_count, now=now, within=collection,
             )  # fmt: skip
@@ -115,7 +115,7 @@ class Scheduling:
                 if attempt:
                     stored, in_flight = self._run_now_room(job)
                 document = stored.document.waiting_for([*stored.document.pending, entry])
-                if self._store.accept_run_now(stored, document, in_flight):
+                if self._storage.jobs.accept_run_now(stored, document, in_flight):
                     return
             raise ModifiedConcurrently("job")
 
@@ -123,8 +123,8 @@ class Scheduling:
         """The job and its collection's run-nows in flight, as read for accepting one more;
         Refused past a bound. Both counts are exact: the write that acts on them is checked
         against the job and the collection's run-now gate as read here."""
-        stored = self._store.existing_job(job)
-        in_flight = self._store.run_nows_in_flight(job.collection)
+        stored = self._storage.jobs.existing_job(job)
+        in_flight = self._storage.jobs.run_nows_in_flight(job.collection)
         refusal = run_now_refusal(job.name, stored.document.run_nows_in_flight, in_flight.count)
         if refusal:
             raise Refused(refusal)
@@ -149,17 +149,17 @@ class Scheduling:
         classic API's change of a collection's jobs); the jobs as they now are. Enabling is
         checked as one job's change is: if a job would run more often than the collection's
         quota now allows, the change is Refused before anything is written."""
-        stored = self._store.existing_collection(collection)
+        stored = self._storage.collections.existing_collection(collection)
         if state is JobState.ENABLED:
             quota = stored.document.effective_quota
-            for job in self._store.jobs(collection):
+            for job in self._storage.jobs.jobs(collection):
                 if job.document.final or job.document.enabled:
                     continue
                 conflict = recurrence_conflict(job.document.schedule, quota)
                 if conflict:
                     raise Refused(f"The job '{job.id.name}' cannot be enabled. {conflict}")
         self.set_job_states(collection, state, now, reason=reason)
-        return self._store.jobs(collection)
+        return self._storage.jobs.jobs(collection)
 
     def set_job_states(
         self,
@@ -184,7 +184,7 @@ class Scheduling:
         self, collection: CollectionId, state: JobState | None, now: datetime, reason: str | None
     ) -> None:
         changed, deliveries = [], []
-        for stored in self._store.jobs(collection):
+        for stored in self._storage.jobs.jobs(collection):
             if stored.document.final:
                 continue
             document = stored.document
@@ -201,7 +201,7 @@ class Scheduling:
         # landed before another was refused wait for what was sent. What the others' attempts
         # sent is dropped once SAVE_GRACE old (docs/architecture.md).
         self._dispatcher.dispatch(deliveries, now)
-        self._store.replace_jobs(changed)
+        self._storage.executor.replace_jobs(changed)
 
     def save_collection_with_jobs(
         self,
@@ -213,7 +213,7 @@ class Scheduling:
         previous: StoredCollection | None,
         jobs_state: JobState | None = None,
     ) -> tuple[StoredCollection, bool]:
-        """Save a collection (`Store.save_collection`) and carry the change to its jobs: their
+        """Save a collection (`save_collection`) and carry the change to its jobs: their
         executor sees its state change, and they resume with it. With `jobs_state`, every job
         that is not final takes that state too (POST enable and disable). A change of SKU or
         quota that would leave the jobs it holds over its new limits is Refused, before
@@ -222,12 +222,14 @@ class Scheduling:
             self._refuse_if_over_limits(collection, previous.document, document)
         state = document.state.value
         if not document.enabled:  # off before the document says so: nothing runs in between
-            self._store.set_collection_state(collection, state)
-        stored, created = self._store.save_collection(collection, document, preconditions)
+            self._storage.executor.set_collection_state(collection, state)
+        stored, created = self._storage.collections.save_collection(
+            collection, document, preconditions
+        )
         if not document.enabled and jobs_state is not None:
             self.set_job_states(stored.id, jobs_state, now)
         if document.enabled:
-            self._store.set_collection_state(collection, state)
+            self._storage.executor.set_collection_state(collection, state)
             was_off = previous is not None and not previous.document.enabled
             if was_off or jobs_state is not None:
                 self.set_job_states(stored.id, jobs_state, now)
@@ -239,7 +241,7 @@ class Scheduling:
         quota = after.effective_quota
         if quota == before.effective_quota:
             return
-        jobs = self._store.jobs(collection)
+        jobs = self._storage.jobs.jobs(collection)
         too_often = [
             stored.id.name
             for stored in jobs
@@ -257,7 +259,7 @@ class Scheduling:
         """The collection in `state` and its jobs in `jobs_state` (POST enable and disable),
         without losing a change made to the collection meanwhile."""
         for _ in optimistic_attempts():
-            current = self._store.existing_collection(collection)
+            current = self._storage.collections.existing_collection(collection)
             try:
                 self.save_collection_with_jobs(
                     collection, current.document.with_state(state), now,
@@ -272,11 +274,11 @@ class Scheduling:
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job with its history and its count; whether there was one. What it waited
         for stays on the queue or in the due index, and finds no job: the executor skips it."""
-        return self._store.delete_job(job, preconditions)
+        return self._storage.jobs.delete_job(job, preconditions)
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection with its jobs and their history; whether there was one."""
-        return self._store.delete_collection(collection, preconditions)
+        return self._storage.collections.delete_collection(collection, preconditions)
 
     # --- the classic API's own records
 
@@ -284,7 +286,7 @@ class Scheduling:
         self, cloud_service: CloudServiceId, document: dict[str, str]
     ) -> StoredCloudService:
         """Create a cloud service's record; EtagMismatch if one of that name exists."""
-        return self._store.create_cloud_service(cloud_service, document)
+        return self._storage.classic.create_cloud_service(cloud_service, document)
 
     def delete_cloud_service(
         self, cloud_service: CloudServiceId, collections: list[StoredCollection]
@@ -292,8 +294,8 @@ class Scheduling:
         """Delete a cloud service: these, its collections, first, then its own record."""
         for collection in collections:
             self.delete_collection(collection.id, Preconditions())
-        self._store.delete_cloud_service(cloud_service)
+        self._storage.classic.delete_cloud_service(cloud_service)
 
     def record_operation(self, subscription: str, request_id: str) -> None:
         """Keep a classic change's request id, for the clients that poll for its outcome."""
-        self._store.record_operation(subscription, request_id)
+        self._storage.classic.record_operation(subscription, request_id)
