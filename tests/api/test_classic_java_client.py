@@ -216,7 +216,7 @@ def test_a_job_changed_during_a_switch_is_switched_as_it_now_is(storage: str, ta
             concurrent.append(classic_operations.patch_job(classic_request(pipeline, "PATCH", "raced", patch), pipeline.services))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", change_one_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", change_one_first)
     answer = {job["id"]: job for job in switch(pipeline, {"state": "disabled", "stateDetails": "maintenance"})}
     [seen] = concurrent
     assert (seen.status, seen.body["state"]) == (200, "enabled")  # type: ignore[index]

@@ -176,7 +176,7 @@ def test_a_job_written_while_its_collection_is_disabled_is_read_again_not_a_fail
             redefined.append(pipeline.put_job("raced", job_at(target, "/raced-again")))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", redefine_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", redefine_first)
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
     assert pipeline.job(raced).document.definition["action"]["request"]["uri"].endswith("/raced-again")
     assert pipeline.job(raced).document.state is JobState.DISABLED
@@ -196,7 +196,7 @@ def test_a_job_deleted_while_its_collection_is_enabled_is_left_deleted(
             deleted.append(pipeline.store.jobs.delete_job(gone, Preconditions()))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", delete_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", delete_first)
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock())
     assert pipeline.store.jobs.job(gone) is None
     assert pipeline.job(kept).document.state is JobState.ENABLED
