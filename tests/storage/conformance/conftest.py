@@ -35,6 +35,11 @@ def collection_document(sku: str = "Standard") -> CollectionDocument:
     return CollectionDocument.created(CollectionBody.model_validate(body))
 
 
+def entry(status: str, note: str = "") -> dict[str, object]:
+    """A history entry, with something nested to show that it is stored as JSON."""
+    return {"status": status, "message": note, "nested": {"list": [1, 2]}}
+
+
 @pytest.fixture
 def new_id() -> Callable[[], CollectionId]:
     """A collection id no other test (nor an earlier run on the same Azurite) uses."""
