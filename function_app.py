@@ -75,7 +75,7 @@ def due_attempts_timer(tick: func.TimerRequest) -> None:
 def retention_timer(tick: func.TimerRequest) -> None:
     """Removes history past what is kept, and jobs that ended long enough ago."""
     running = services.current()
-    clean_up.clean_up(running.store, running.now())
+    clean_up.clean_up(running.storage, running.now())
     running.activity_log.remove_before(running.now() - activity.KEPT_FOR)
 
 

@@ -35,9 +35,9 @@ from bench.schedule import machine
 from devhost import azurite
 from devhost.service_bus import AmqpBroker
 from shared.execution.timer import tick
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.pipeline import START, Pipeline
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped, wrapping
 
 RESULTS = Path(__file__).parent / "results" / "actions.md"
 KEY_NAME, KEY = "bench", "YmVuY2gtYnJva2VyLWtleS1ub3QtYS1zZWNyZXQ="
@@ -93,15 +93,16 @@ def run(
     """
     recorded: list[float] = []
 
-    class TimingStore(WrappedStore):
+    class TimingExecutor(Wrapped):
         def settle_job(self, *arguments: Any) -> Any:
             settled = self.inner.settle_job(*arguments)
             if settled:
                 recorded.append(time.perf_counter())  # list.append is atomic
             return settled
 
+    real = table_storage_from_connection_string(storage)
     pipeline = Pipeline(storage, service_bus=broker.endpoint, action_timeout=30,
-                        store=TimingStore(TableStore.from_connection_string(storage)))  # fmt: skip
+                        store=wrapping(real, executor=TimingExecutor))  # fmt: skip
     once = action | {"retryPolicy": {"retryType": "None"}}
     jobs = [pipeline.put_job(f"job-{n}", {"startTime": START.isoformat(), "action": once})
             for n in range(count)]  # fmt: skip

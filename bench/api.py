@@ -49,7 +49,7 @@ from shared.settings import Settings
 from shared.storage.clients import queue_client
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.keys import COUNTER_PREFIX
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage
 
 CLIENTS = 16
 REQUESTS_PER_CLIENT = 40
@@ -265,8 +265,8 @@ def storage_calls(connection: str) -> dict[str, Counter[str]]:
         outbound_ca_file=None, authority_host="https://login.invalid",
     )  # fmt: skip
     tables = TableServiceClient.from_connection_string(connection, raw_request_hook=hook)
-    store = TableStore(tables)
-    services = build(settings, store=store)
+    store = table_storage(tables)
+    services = build(settings, storage=store)
     queue = queue_client(
         settings, "executions", message_encode_policy=TextBase64EncodePolicy(),
         raw_request_hook=hook,

@@ -96,7 +96,9 @@ def collection(host: Host, sku: str) -> Any:
     body = CollectionBody.model_validate(
         {"location": "West Europe", "properties": {"sku": {"name": sku}}}
     )
-    host.services.store.save_collection(made, CollectionDocument.created(body), Preconditions())
+    host.services.storage.collections.save_collection(
+        made, CollectionDocument.created(body), Preconditions()
+    )
     return made
 
 

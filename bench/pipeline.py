@@ -196,7 +196,7 @@ class Host:
             }
         )
         document = CollectionDocument.created(body)
-        self.services.store.save_collection(collection, document, Preconditions())
+        self.services.storage.collections.save_collection(collection, document, Preconditions())
         return collection
 
     def put_jobs(self, bodies: list[dict[str, Any]]) -> None:

@@ -58,7 +58,7 @@ class _NoStore:
 
 @dataclass
 class _Services:
-    store: Any
+    storage: Any
     scheduling: Any
 
     def now(self) -> datetime:

@@ -31,11 +31,11 @@ from shared.settings import Settings
 from shared.storage.activity_log import ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
-from shared.storage.interface import Store
+from shared.storage.interface import Storage
 from shared.storage.queue_http import Base64Text, QueueLike
 from shared.storage.role_assignments import RoleAssignments
 from shared.storage.table_http import TableServiceLike
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage
 from shared.telemetry import configure as configure_telemetry
 from shared.telemetry import current as telemetry
 
@@ -76,7 +76,7 @@ def utc_now() -> datetime:
 class Services:
     settings: Settings
     clock: Callable[[], datetime]
-    store: Store
+    storage: Storage
     due_index: DueIndex
     dispatcher: Dispatcher
     scheduling: Scheduling
@@ -113,14 +113,14 @@ def build(
     due_table: str = DUE_TABLE,
     follow_up_gathering: timedelta = FOLLOW_UP_GATHERING,
     action_timeout: float | None = None,
-    store: Store | None = None,
+    storage: Storage | None = None,
     tables: TableServiceLike | None = None,
     queues: Callable[[str], QueueLike] | None = None,
 ) -> Services:
     """Every service, connected to the storage the settings name (tables and queue created).
 
-    A test passes its own clock, queue and table names, and may pass a `store` built on the
-    same tables (one that wraps a TableStore to inject faults or count calls). With `tables`
+    A test passes its own clock, queue and table names, and may pass a `storage` built on the
+    same tables (one whose aggregate is wrapped to inject faults or count calls). With `tables`
     (a table service) and `queues` (a queue by its name) as well, no storage account is used:
     tests/in_memory.py builds every service in memory that way.
     """
@@ -129,8 +129,8 @@ def build(
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None
     tables = tables or table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
-    store = store or TableStore(tables)
-    store.create_tables()
+    storage = storage or table_storage(tables)
+    storage.create_tables()
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
     queue = (
         queues(queue_name)
@@ -203,7 +203,7 @@ def build(
         }
         actions = Actions(clock, performers)
         return ExecutionWorker(
-            store,
+            storage,
             dispatcher,
             actions,
             clock=clock,
@@ -212,13 +212,13 @@ def build(
         )
 
     threads = ThreadPoolExecutor(EXECUTION_THREADS, thread_name_prefix="execution")
-    scheduling = Scheduling(store, dispatcher)
+    scheduling = Scheduling(storage, dispatcher)
     # Range messages travel on the execution queue (shared.execution.fan_out).
     fan_out = FanOut(
         queue, due_index, dispatcher, clock=clock, max_dequeue_count=settings.max_dequeue_count
     )
     return Services(
-        settings, clock, store, due_index, dispatcher, scheduling, build_worker, threads, fan_out,
+        settings, clock, storage, due_index, dispatcher, scheduling, build_worker, threads, fan_out,
         ActivityLog.in_service(tables), RoleAssignments.in_service(tables),
     )  # fmt: skip
 

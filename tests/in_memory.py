@@ -18,21 +18,21 @@ from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
 from shared.services import EXECUTIONS_QUEUE, Services, build
 from shared.settings import Settings
-from shared.storage.interface import Preconditions, Store
-from shared.storage.memory_store import MemoryStore
+from shared.storage.interface import Preconditions, Storage
+from shared.storage.memory_store import memory_storage
 from shared.storage.memory_tables import MemoryQueue, MemoryQueues, MemoryTables
 from tests.pipeline import COLLECTION, LOCAL, MAX_DELIVERIES, START, Clock, Pipeline
 
 
 def build_in_memory(
-    settings: Settings, *, clock: Callable[[], datetime], store: Store | None = None,
+    settings: Settings, *, clock: Callable[[], datetime], store: Storage | None = None,
     **options: Any,
 ) -> tuple[Services, MemoryQueues]:  # fmt: skip
     """Every service on a new memory store, tables and queues (their visibility by `clock`);
     the queues too, for a test to read what was sent."""
     queues = MemoryQueues(clock)
     services = build(
-        settings, clock=clock, store=store or MemoryStore(), tables=MemoryTables(),
+        settings, clock=clock, storage=store or memory_storage(), tables=MemoryTables(),
         queues=queues, **options,
     )  # fmt: skip
     return services, queues
@@ -47,7 +47,7 @@ def memory_settings(**settings: Any) -> Settings:
 class MemoryPipeline(Pipeline):
     """The timer, queue and executor in memory, on a clock the test moves (see Pipeline)."""
 
-    def __init__(self, *, allowlist: str = LOCAL, store: Store | None = None,
+    def __init__(self, *, allowlist: str = LOCAL, store: Storage | None = None,
                  action_timeout: float = 5) -> None:  # fmt: skip
         self.clock = Clock(START - timedelta(minutes=1))
         settings = memory_settings(lookahead=timedelta(0), outbound_allowlist=allowlist)
@@ -55,7 +55,7 @@ class MemoryPipeline(Pipeline):
             settings, clock=self.clock, store=store, sleep=lambda seconds: None,
             follow_up_gathering=timedelta(0), action_timeout=action_timeout,
         )  # fmt: skip
-        self.store, self.index = self.services.store, self.services.due_index
+        self.store, self.index = self.services.storage, self.services.due_index
         self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
         self.queue: MemoryQueue = queues(EXECUTIONS_QUEUE)  # type: ignore[assignment]
         self.collection = CollectionId("sub-pipeline", "group", "jc-memory")

@@ -29,7 +29,7 @@ from shared.execution.timer import tick
 from shared.services import build
 from shared.settings import Settings, chosen_storage_client, max_dequeue_count
 from shared.storage.due_index import BUCKET, bucket_of
-from shared.storage.interface import Preconditions, Store, Stored
+from shared.storage.interface import Preconditions, Storage, Stored
 
 START = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
 LOCAL = "localhost,127.0.0.0/8"
@@ -48,7 +48,7 @@ class Clock:
 
 class Pipeline:
     def __init__(self, storage: str, *, allowlist: str = LOCAL, ca_file: str | None = None,
-                 authority: str = "https://login.invalid", store: Store | None = None,
+                 authority: str = "https://login.invalid", store: Storage | None = None,
                  service_bus: str = "", action_timeout: float = 5) -> None:  # fmt: skip
         self.clock = Clock(START - timedelta(minutes=1))  # a minute before the first job time
         suffix = uuid.uuid4().hex[:10]
@@ -62,9 +62,9 @@ class Pipeline:
         self.services = build(
             settings, clock=self.clock, sleep=lambda seconds: None, queue_name=f"exec{suffix}",
             due_table=f"due{suffix}", follow_up_gathering=timedelta(0),
-            action_timeout=action_timeout, store=store,
+            action_timeout=action_timeout, storage=store,
         )  # fmt: skip
-        self.store, self.index = self.services.store, self.services.due_index
+        self.store, self.index = self.services.storage, self.services.due_index
         self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
         self.queue = QueueClient.from_connection_string(
             storage, f"exec{suffix}", message_encode_policy=TextBase64EncodePolicy()
@@ -88,13 +88,13 @@ class Pipeline:
         return job
 
     def job(self, job: JobId) -> Stored[JobId]:
-        stored = self.store.job(job)
+        stored = self.store.jobs.job(job)
         assert stored is not None
         return stored
 
     def history(self, job: JobId) -> list[dict[str, Any]]:
         """Oldest first, as a test reads a story."""
-        return [entry for _, entry in self.store.history(job)][::-1]
+        return [entry for _, entry in self.store.history.entries(job)][::-1]
 
     # --- time ---
 

@@ -22,12 +22,12 @@ from shared.domain.ids import JobId
 from shared.execution.worker import CLAIM_FOR
 from shared.services import build
 from shared.settings import Settings
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import Service
 from tests.factories import utc
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped, wrapping
 
 NOW = utc("2026-12-01T08:00:00Z")
 
@@ -186,7 +186,7 @@ def test_messages_waiting_past_their_time_make_the_service_degraded(storage: str
 def test_poison_messages_and_claims_past_their_deadline_are_shown_for_an_operator_to_look_at(
     target: Target,
 ) -> None:
-    class DyingStore(WrappedStore):
+    class DyingExecutor(Wrapped):
         """Every outcome write is lost, as if the host died between call and record."""
 
         def settle_job(self, stored: Any, document: Any, history: list[Any]) -> Any:
@@ -197,7 +197,8 @@ def test_poison_messages_and_claims_past_their_deadline_are_shown_for_an_operato
     emulator = azurite.start()  # its own: claims left behind by other tests must not count
     try:
         storage = emulator.connection_string
-        pipeline = Pipeline(storage, store=DyingStore(TableStore.from_connection_string(storage)))
+        real = table_storage_from_connection_string(storage)
+        pipeline = Pipeline(storage, store=wrapping(real, executor=DyingExecutor))
         target.answer("/dies")
         action = {"type": "Http", "request": {"uri": target.url("/dies"), "method": "POST"}}
         pipeline.put_job("dies", {"startTime": START.isoformat(), "action": action})

@@ -123,4 +123,4 @@ def test_the_layers_above_storage_depend_on_its_interface_not_its_parts(path: st
 def test_the_check_would_catch_a_part_of_the_store_used_above_it() -> None:
     assert table_store_parts_used("shared.execution.worker", "from shared.storage.jobs import JobSlot\n") == ["shared.storage.jobs"]
     assert table_store_parts_used("shared.api.arm", "from shared.storage.interface import Preconditions\n") == []
-    assert table_store_parts_used("shared.services", "from shared.storage.table_store import TableStore\n") == []
+    assert table_store_parts_used("shared.services", "from shared.storage.table_store import table_storage\n") == []

@@ -17,7 +17,9 @@ from shared.storage.interface import StoredCollection
 
 
 def get_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    return _collection_response(200, services.store.existing_collection(collection_id(request)))
+    return _collection_response(
+        200, services.storage.collections.existing_collection(collection_id(request))
+    )
 
 
 def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
@@ -25,7 +27,7 @@ def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
     body = request.parsed_body(CollectionBody)
     if body.location is None:
         raise InvalidRequest.because("location", "is required")
-    previous = services.store.collection(collection)
+    previous = services.storage.collections.collection(collection)
     request.preconditions.check(previous)
     stored, _ = services.scheduling.save_collection_with_jobs(
         collection, CollectionDocument.created(body), services.now(),
@@ -37,7 +39,7 @@ def put_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 def patch_collection(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.parsed_body(CollectionBody)
-    current = services.store.existing_collection(collection_id(request))
+    current = services.storage.collections.existing_collection(collection_id(request))
     request.preconditions.check(current)
     stored, _ = services.scheduling.save_collection_with_jobs(
         current.id, current.document.patched(patch), services.now(),
@@ -53,13 +55,13 @@ def delete_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 def list_collections_in_subscription(request: ApiRequest, services: Services) -> ApiResponse:
     subscription = valid_subscription(request.route["subscriptionId"])
-    return _collection_list(services.store.collections(subscription))
+    return _collection_list(services.storage.collections.collections(subscription))
 
 
 def list_collections_in_resource_group(request: ApiRequest, services: Services) -> ApiResponse:
     subscription = valid_subscription(request.route["subscriptionId"])
     resource_group = valid_resource_group(request.route["resourceGroupName"])
-    return _collection_list(services.store.collections(subscription, resource_group))
+    return _collection_list(services.storage.collections.collections(subscription, resource_group))
 
 
 def collection_id(request: ApiRequest) -> CollectionId:

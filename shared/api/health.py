@@ -72,7 +72,7 @@ def check(services: Callable[[], Services]) -> Answer:
             running.dispatcher.queue_depth,
             lambda: running.dispatcher.lateness(now),
             running.dispatcher.poison_depth,
-            lambda: running.store.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
+            lambda: running.storage.executor.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
         ],
         deadline,
     )

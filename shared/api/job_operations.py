@@ -25,7 +25,7 @@ DEFAULT_PREVIEW = 10
 
 
 def get_job(request: ApiRequest, services: Services) -> ApiResponse:
-    return _job_response(200, services.store.existing_job(_job_id(request)))
+    return _job_response(200, services.storage.jobs.existing_job(_job_id(request)))
 
 
 def put_job(request: ApiRequest, services: Services) -> ApiResponse:
@@ -39,7 +39,7 @@ def put_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     job = _job_id(request)
-    slot = services.store.job_slot(job)
+    slot = services.storage.jobs.job_slot(job)
     current = slot.current
     if current is None:
         raise NotFound(job)
@@ -75,12 +75,12 @@ def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
     With a `$skiptoken` (from a nextLink) the page starts after the entry it names, and `$skip`
     only says how many entries came before it; without one, `$skip` entries are skipped.
     """
-    collection = services.store.existing_collection(collection_id(request))
+    collection = services.storage.collections.existing_collection(collection_id(request))
     state = equality_filter(request.query.get("$filter"), "state", JobState)
     skip, top = page_bounds(request.query)
     after = skiptoken(request.query)
     bounds = PageBounds(top, after, 0 if after else skip)
-    found, next_after = services.store.jobs_page(collection.id, bounds, state)
+    found, next_after = services.storage.jobs.jobs_page(collection.id, bounds, state)
     following = None
     if next_after is not None:
         changes = {"$skip": str(skip + top), "$top": str(top), SKIPTOKEN: next_after}
@@ -91,12 +91,12 @@ def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
 def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first: one page, read from where the previous one ended
     (see `list_jobs`)."""
-    job = services.store.existing_job(_job_id(request)).id
+    job = services.storage.jobs.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
     after = skiptoken(request.query)
     bounds = PageBounds(top, after, 0 if after else skip)
-    found, more = services.store.history_page(job, bounds, status)
+    found, more = services.storage.history.page(job, bounds, status)
     entries = [
         {
             "id": f"{job.arm_id}/history/{entry_id}",
@@ -129,7 +129,7 @@ def disable_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
 def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: the next `count` occurrences of a saved job."""
-    document = services.store.existing_job(_job_id(request)).document
+    document = services.storage.jobs.existing_job(_job_id(request)).document
     upcoming = document.schedule.upcoming(
         _preview_count(request), after=services.now(), executions_done=document.occurrences
     )
@@ -139,7 +139,7 @@ def next_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
 def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     """Our extension: check a job body without saving it, and show when it would run: the
     times in UTC, the schedule in words, and the IANA name of its time zone (for local times)."""
-    collection = services.store.existing_collection(collection_id(request))
+    collection = services.storage.collections.existing_collection(collection_id(request))
     body = request.parsed_body(JobBody)
     sku = collection.document.sku
     defined_at = services.now()

@@ -122,7 +122,9 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     subscription = valid_subscription(request.route["subscriptionId"])
     group = valid_resource_group(request.route["resourceGroupName"])
     sent = request.parsed_body(ImportRequest)
-    location = sent.location or _location_of(services.store.collections(subscription, group))
+    location = sent.location or _location_of(
+        services.storage.collections.collections(subscription, group)
+    )
     if location is None and b"resourcegroup().location" in request.body.lower():
         raise InvalidRequest.because(
             "location",
@@ -138,7 +140,7 @@ def import_template(request: ApiRequest, services: Services) -> ApiResponse:
     )  # fmt: skip
     planned = plan(sent.template, deployment)
     now = services.now()
-    report = TemplateImport(services.store, services.scheduling).apply(
+    report = TemplateImport(services.storage, services.scheduling).apply(
         planned, subscription, group, now, mode=sent.mode, what_if=sent.what_if,
         default_start=None if sent.default_start_time is None else sent.default_start_time.at(now),
     )  # fmt: skip
@@ -172,12 +174,14 @@ def export_resource_group(request: ApiRequest, services: Services) -> ApiRespons
     """Every collection of the resource group, with its jobs, as one template."""
     subscription = valid_subscription(request.route["subscriptionId"])
     group = valid_resource_group(request.route["resourceGroupName"])
-    return _exported(services, services.store.collections(subscription, group))
+    return _exported(services, services.storage.collections.collections(subscription, group))
 
 
 def export_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """One collection with its jobs as a template."""
-    return _exported(services, [services.store.existing_collection(collection_id(request))])
+    return _exported(
+        services, [services.storage.collections.existing_collection(collection_id(request))]
+    )
 
 
 def _exported(services: Services, collections: list[StoredCollection]) -> ApiResponse:
@@ -185,7 +189,7 @@ def _exported(services: Services, collections: list[StoredCollection]) -> ApiRes
         ExportedCollection(
             stored.id.name,
             stored.document,
-            [(job.id.name, job.document) for job in services.store.jobs(stored.id)],
+            [(job.id.name, job.document) for job in services.storage.jobs.jobs(stored.id)],
         )
         for stored in collections
     ]

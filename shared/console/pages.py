@@ -75,17 +75,17 @@ def list_collections(request: ApiRequest, services: Services) -> ApiResponse:
     # read, not by a cold start that never serves one (issue 49).
     from shared.console.views import collection_view  # noqa: PLC0415
 
-    store, now = services.store, services.now()
+    storage, now = services.storage, services.now()
     found = sorted(
-        store.all_collections(),
+        storage.collections.all_collections(),
         key=lambda stored: (stored.id.subscription, stored.id.resource_group, stored.id.name),
     )
     counts: AttentionCounts = {
         "poisonMessages": services.dispatcher.poison_depth(),
-        "claimsPastDeadline": store.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
+        "claimsPastDeadline": storage.executor.overdue_claims(now - CLAIM_OVERDUE, MOST_COUNTED),
         "claimsCountedUpTo": MOST_COUNTED,
     }
-    collections = [collection_view(stored, store.jobs(stored.id), now) for stored in found]
+    collections = [collection_view(stored, storage.jobs.jobs(stored.id), now) for stored in found]
     return ApiResponse(200, {"value": collections, "attention": counts})
 
 
@@ -95,7 +95,7 @@ def show_attention(request: ApiRequest, services: Services) -> ApiResponse:
     now, dispatcher = services.now(), services.dispatcher
     before = now - CLAIM_OVERDUE
     # One past what is listed, to say that there are more.
-    claimed = services.store.jobs_with_overdue_claims(before, MOST_LISTED + 1)
+    claimed = services.storage.executor.jobs_with_overdue_claims(before, MOST_LISTED + 1)
     found: Attention = {
         "poison": poison_list(
             f"{EXECUTIONS_QUEUE}-poison", dispatcher.poison_depth(), dispatcher.peek_poison()
@@ -109,8 +109,8 @@ def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """A collection, its jobs and the timeline of their next 24 hours."""
     from shared.console.views import collection_view, job_row, timeline  # noqa: PLC0415
 
-    stored = services.store.existing_collection(collection_id(request))
-    jobs, now = list(services.store.jobs(stored.id)), services.now()
+    stored = services.storage.collections.existing_collection(collection_id(request))
+    jobs, now = list(services.storage.jobs.jobs(stored.id)), services.now()
     return ApiResponse(
         200,
         {
@@ -126,7 +126,7 @@ def show_job(request: ApiRequest, services: Services) -> ApiResponse:
     from shared.console.views import job_detail  # noqa: PLC0415
 
     job = JobId.of(collection_id(request), request.route["jobName"])
-    return ApiResponse(200, job_detail(services.store.existing_job(job), services.now()))
+    return ApiResponse(200, job_detail(services.storage.jobs.existing_job(job), services.now()))
 
 
 def list_holiday_calendars(request: ApiRequest, services: Services) -> ApiResponse:

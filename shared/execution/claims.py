@@ -37,7 +37,7 @@ class _Claim:
 class GroupedClaims:
     def __init__(self, write_all: WriteAll) -> None:
         """`write_all`: writes one collection's documents in one batch, each etag-checked
-        (`Store.settle_jobs`)."""
+        (`ExecutorStore.settle_jobs`)."""
         self._write_all = write_all
         self._lock = threading.Lock()
         self._waiting: dict[str, list[_Claim]] = {}

@@ -43,7 +43,7 @@ from shared.storage.interface import (
     JobSlot,
     Preconditions,
     RunNowsInFlight,
-    Store,
+    Storage,
     Stored,
     StoredCloudService,
     StoredCollection,
@@ -61,8 +61,8 @@ class Scheduling:
     """Every write of the API: those that change what a job waits for with what each sends,
     the deletes, and the classic API's records."""
 
-    def __init__(self, store: Store, dispatcher: Dispatcher) -> None:
-        self._store, self._dispatcher = store, dispatcher
+    def __init__(self, storage: Storage, dispatcher: Dispatcher) -> None:
+        self._storage, self._dispatcher = storage, dispatcher
 
     def save_definition(
         self,
@@ -77,22 +77,51 @@ class Scheduling:
         """Create or replace a job's definition, checked against every rule and its collection's
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
         read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
-        collection = self._store.existing_collection(job.collection)
-        slot = slot or self._store.job_slot(job)
+        collection = self._storage.collections.existing_collection(job.collection)
+        slot = slot or self._storage.jobs.job_slot(job)
         # A writer that lost its race (the executor settled the job, another PUT landed) builds
         # its document again on the job as it is now: written over the newer job, the document
         # built on the older one would put back the counts and state that write changed.
-        for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
-            if attempt:
-                slot = self._store.job_slot(job)
-            try:
-                return self._save_definition_on(
-                    job, properties, now, collection, slot,
-                    preconditions=preconditions or Preconditions(), state_reason=state_reason,
-                )  # fmt: skip
-            except ChangedSinceRead:
-                continue
-        raise ModifiedConcurrently("job")
+        sent_by_lost_attempts: list[Dispatched] = []
+        try:
+            for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
+                if attempt:
+                    slot = self._storage.jobs.job_slot(job)
+                try:
+                    stored, created = self._save_definition_on(
+                        job, properties, now, collection, slot,
+                        preconditions=preconditions or Preconditions(), state_reason=state_reason,
+                    )  # fmt: skip
+                except _LostRace as lost:
+                    sent_by_lost_attempts.append(lost.dispatched)
+                    continue
+                self._withdraw_all_but(sent_by_lost_attempts, stored)
+                return stored, created
+            raise ModifiedConcurrently("job")
+        except (StorageError, Refused):
+            self._withdraw_all_but(sent_by_lost_attempts, None)
+            raise
+
+    def _withdraw_all_but(self, sent: list[Dispatched], stored: StoredJob | None) -> None:
+        """Take back what lost attempts sent, except the due-index rows `stored` waits for. An
+        attempt of the same definition at the same instant as the write that beat it indexes
+        the very rows that write indexed (a row's key is its delivery): taking them back would
+        leave the winner's job missing from the due index."""
+        kept = set()
+        if stored is not None:
+            document = stored.document
+            kept = {(stored.id, document.defined_at, pending.due) for pending in document.pending}
+        for dispatched in sent:
+            self._dispatcher.withdraw(
+                replace(
+                    dispatched,
+                    indexed=tuple(
+                        row
+                        for row in dispatched.indexed
+                        if (row.job, row.defined_at, row.pending.due) not in kept
+                    ),
+                )
+            )
 
     def _save_definition_on(
         self, job: JobId, properties: JobProperties, now: datetime, collection: StoredCollection,
@@ -134,11 +163,14 @@ class Scheduling:
         dispatched = self._dispatcher.dispatch(
             [Delivery(job, now, entry) for entry in document.pending], now
         )
-        with self._withdrawn_if_refused(dispatched):
-            return self._store.save_job(
-                job, document, preconditions, slot,
-                max_jobs=quota.max_job_count, now=now, within=collection,
-            )  # fmt: skip
+        try:
+            with self._withdrawn_if_refused(dispatched):
+                return self._storage.jobs.save_job(
+                    job, document, preconditions, slot,
+                    max_jobs=quota.max_job_count, now=now, within=collection,
+                )  # fmt: skip
+        except ChangedSinceRead:
+            raise _LostRace(dispatched) from None
 
     def run_now(self, job: JobId, now: datetime) -> None:
         """An immediate execution of the job, through the same path as scheduled ones; Refused
@@ -154,7 +186,7 @@ class Scheduling:
                 if attempt:
                     stored, in_flight = self._run_now_room(job)
                 document = stored.document.waiting_for([*stored.document.pending, entry])
-                if self._store.accept_run_now(stored, document, in_flight):
+                if self._storage.jobs.accept_run_now(stored, document, in_flight):
                     return
             raise ModifiedConcurrently("job")
 
@@ -162,8 +194,8 @@ class Scheduling:
         """The job and its collection's run-nows in flight, as read for accepting one more;
         Refused past a bound. Both counts are exact: the write that acts on them is checked
         against the job and the collection's run-now gate as read here."""
-        stored = self._store.existing_job(job)
-        in_flight = self._store.run_nows_in_flight(job.collection)
+        stored = self._storage.jobs.existing_job(job)
+        in_flight = self._storage.jobs.run_nows_in_flight(job.collection)
         refusal = run_now_refusal(job.name, stored.document.run_nows_in_flight, in_flight.count)
         if refusal:
             raise Refused(refusal)
@@ -177,6 +209,8 @@ class Scheduling:
         have landed: what it sent stays, and if the write did not land, it dies of its age."""
         try:
             yield
+        except ChangedSinceRead:
+            raise  # what it sent is taken back once the write is decided (`save_definition`)
         except (StorageError, Refused):
             self._dispatcher.withdraw(dispatched)
             raise
@@ -188,17 +222,17 @@ class Scheduling:
         classic API's change of a collection's jobs); the jobs as they now are. Enabling is
         checked as one job's change is: if a job would run more often than the collection's
         quota now allows, the change is Refused before anything is written."""
-        stored = self._store.existing_collection(collection)
+        stored = self._storage.collections.existing_collection(collection)
         if state is JobState.ENABLED:
             quota = stored.document.effective_quota
-            for job in self._store.jobs(collection):
+            for job in self._storage.jobs.jobs(collection):
                 if job.document.final or job.document.enabled:
                     continue
                 conflict = recurrence_conflict(job.document.schedule, quota)
                 if conflict:
                     raise Refused(f"The job '{job.id.name}' cannot be enabled. {conflict}")
         self.set_job_states(collection, state, now, reason=reason)
-        return self._store.jobs(collection)
+        return self._storage.jobs.jobs(collection)
 
     def set_job_states(
         self,
@@ -223,7 +257,7 @@ class Scheduling:
         self, collection: CollectionId, state: JobState | None, now: datetime, reason: str | None
     ) -> None:
         changed, deliveries = [], []
-        for stored in self._store.jobs(collection):
+        for stored in self._storage.jobs.jobs(collection):
             if stored.document.final:
                 continue
             document = stored.document
@@ -240,7 +274,7 @@ class Scheduling:
         # landed before another was refused wait for what was sent. What the others' attempts
         # sent is dropped once SAVE_GRACE old (docs/architecture.md).
         self._dispatcher.dispatch(deliveries, now)
-        self._store.replace_jobs(changed)
+        self._storage.executor.replace_jobs(changed)
 
     def save_collection_with_jobs(
         self,
@@ -252,7 +286,7 @@ class Scheduling:
         previous: StoredCollection | None,
         jobs_state: JobState | None = None,
     ) -> tuple[StoredCollection, bool]:
-        """Save a collection (`Store.save_collection`) and carry the change to its jobs: their
+        """Save a collection (`save_collection`) and carry the change to its jobs: their
         executor sees its state change, and they resume with it. With `jobs_state`, every job
         that is not final takes that state too (POST enable and disable). A change of SKU or
         quota that would leave the jobs it holds over its new limits is Refused, before
@@ -261,12 +295,14 @@ class Scheduling:
             self._refuse_if_over_limits(collection, previous.document, document)
         state = document.state.value
         if not document.enabled:  # off before the document says so: nothing runs in between
-            self._store.set_collection_state(collection, state)
-        stored, created = self._store.save_collection(collection, document, preconditions)
+            self._storage.executor.set_collection_state(collection, state)
+        stored, created = self._storage.collections.save_collection(
+            collection, document, preconditions
+        )
         if not document.enabled and jobs_state is not None:
             self.set_job_states(stored.id, jobs_state, now)
         if document.enabled:
-            self._store.set_collection_state(collection, state)
+            self._storage.executor.set_collection_state(collection, state)
             was_off = previous is not None and not previous.document.enabled
             if was_off or jobs_state is not None:
                 self.set_job_states(stored.id, jobs_state, now)
@@ -278,7 +314,7 @@ class Scheduling:
         quota = after.effective_quota
         if quota == before.effective_quota:
             return
-        jobs = self._store.jobs(collection)
+        jobs = self._storage.jobs.jobs(collection)
         too_often = [
             stored.id.name
             for stored in jobs
@@ -296,7 +332,7 @@ class Scheduling:
         """The collection in `state` and its jobs in `jobs_state` (POST enable and disable),
         without losing a change made to the collection meanwhile."""
         for _ in optimistic_attempts():
-            current = self._store.existing_collection(collection)
+            current = self._storage.collections.existing_collection(collection)
             try:
                 self.save_collection_with_jobs(
                     collection, current.document.with_state(state), now,
@@ -311,11 +347,11 @@ class Scheduling:
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job with its history and its count; whether there was one. What it waited
         for stays on the queue or in the due index, and finds no job: the executor skips it."""
-        return self._store.delete_job(job, preconditions)
+        return self._storage.jobs.delete_job(job, preconditions)
 
     def delete_collection(self, collection: CollectionId, preconditions: Preconditions) -> bool:
         """Delete a collection with its jobs and their history; whether there was one."""
-        return self._store.delete_collection(collection, preconditions)
+        return self._storage.collections.delete_collection(collection, preconditions)
 
     # --- the classic API's own records
 
@@ -323,7 +359,7 @@ class Scheduling:
         self, cloud_service: CloudServiceId, document: dict[str, str]
     ) -> StoredCloudService:
         """Create a cloud service's record; EtagMismatch if one of that name exists."""
-        return self._store.create_cloud_service(cloud_service, document)
+        return self._storage.classic.create_cloud_service(cloud_service, document)
 
     def delete_cloud_service(
         self, cloud_service: CloudServiceId, collections: list[StoredCollection]
@@ -331,8 +367,17 @@ class Scheduling:
         """Delete a cloud service: these, its collections, first, then its own record."""
         for collection in collections:
             self.delete_collection(collection.id, Preconditions())
-        self._store.delete_cloud_service(cloud_service)
+        self._storage.classic.delete_cloud_service(cloud_service)
 
     def record_operation(self, subscription: str, request_id: str) -> None:
         """Keep a classic change's request id, for the clients that poll for its outcome."""
-        self._store.record_operation(subscription, request_id)
+        self._storage.classic.record_operation(subscription, request_id)
+
+
+class _LostRace(Exception):
+    """An attempt of `save_definition` lost its race (ChangedSinceRead): what it sent, which
+    is taken back once a later attempt has decided what the job waits for."""
+
+    def __init__(self, dispatched: Dispatched) -> None:
+        super().__init__("lost its race")
+        self.dispatched = dispatched

@@ -35,7 +35,7 @@ from shared.domain.templates.deployment import ImportMode, Plan, PlannedResource
 from shared.domain.wire import IgnoredProperty, JsonObject, ignored_properties, iso
 from shared.execution.scheduling import Scheduling
 from shared.storage.errors import StorageError
-from shared.storage.interface import Preconditions, Store
+from shared.storage.interface import Preconditions, Storage
 
 
 class Outcome(enum.StrEnum):
@@ -140,8 +140,8 @@ class _Run:
 class TemplateImport:
     """One import of a plan into one resource group."""
 
-    def __init__(self, store: Store, scheduling: Scheduling) -> None:
-        self._store, self._scheduling = store, scheduling
+    def __init__(self, storage: Storage, scheduling: Scheduling) -> None:
+        self._storage, self._scheduling = storage, scheduling
 
     def apply(
         self,
@@ -189,7 +189,7 @@ class TemplateImport:
             raise InvalidRequest.because("location", "is required")
         document = CollectionDocument.created(body)
         run.planned_skus[resource.name.casefold()] = document.sku
-        previous = self._store.collection(collection)
+        previous = self._storage.collections.collection(collection)
         if previous is not None and previous.document == document:
             outcome.outcome = Outcome.UNCHANGED
             return
@@ -209,7 +209,7 @@ class TemplateImport:
         job = JobId.of(collection, names[1])
         outcome.id = job.arm_id
         properties = _with_start(_read(JobBody, resource.body, outcome).properties, run, outcome)
-        current = self._store.job_slot(job).current
+        current = self._storage.jobs.job_slot(job).current
         stored = None if current is None else current.document.definition
         if run.what_if and stored is not None and _only_secrets_tell(properties, stored,
                                                                      run.secrets):  # fmt: skip
@@ -221,7 +221,7 @@ class TemplateImport:
             return
         outcome.outcome = Outcome.CREATED if current is None else Outcome.UPDATED
         if run.what_if:
-            sku = run.planned_skus.get(names[0].casefold()) or _sku_of(self._store, collection)
+            sku = run.planned_skus.get(names[0].casefold()) or _sku_of(self._storage, collection)
             problems = definition_problems(properties, sku=sku, now=run.now)
             if problems:
                 raise InvalidRequest(problems)
@@ -241,9 +241,9 @@ class TemplateImport:
         collections = {r.collection_name.casefold(): r.collection_name for r in plan.resources}
         for name in collections.values():
             collection = CollectionId.of(subscription, resource_group, name)
-            if self._store.collection(collection) is None:
+            if self._storage.collections.collection(collection) is None:
                 continue  # what-if of a collection not created yet: it has no jobs
-            for stored in self._store.jobs(collection):
+            for stored in self._storage.jobs.jobs(collection):
                 if f"{name}/{stored.id.name}".casefold() in named:
                     continue
                 outcome = ResourceOutcome(
@@ -316,8 +316,8 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
-def _sku_of(store: Store, collection: CollectionId) -> SkuName:
-    return store.existing_collection(collection).document.sku
+def _sku_of(storage: Storage, collection: CollectionId) -> SkuName:
+    return storage.collections.existing_collection(collection).document.sku
 
 
 def _said(failure: Exception) -> str:

@@ -54,7 +54,7 @@ from shared.execution.outcome_log import attempt_line, outcome_line
 from shared.logs import app_logger
 from shared.storage.concurrency import optimistic_attempts
 from shared.storage.errors import ModifiedConcurrently
-from shared.storage.interface import Store, StoredJob
+from shared.storage.interface import Storage, StoredJob
 from shared.storage.keys import jobs_partition
 from shared.telemetry import current as telemetry
 from shared.transport import CALLS_AT_ONCE
@@ -95,7 +95,7 @@ GATE_SHARED_FOR = timedelta(seconds=1)
 class ExecutionWorker:
     def __init__(
         self,
-        store: Store,
+        storage: Storage,
         dispatcher: Dispatcher,
         actions: Actions,
         *,
@@ -104,13 +104,13 @@ class ExecutionWorker:
         max_dequeue_count: int,
     ) -> None:
         """`max_dequeue_count`: the delivery at which the host gives a message up (host.json)."""
-        self._store, self._dispatcher, self._actions = store, dispatcher, actions
+        self._storage, self._dispatcher, self._actions = storage, dispatcher, actions
         self._clock, self._sleep, self._max_dequeue_count = clock, sleep, max_dequeue_count
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._starting = _UnderWay()
-        self._gates = _SharedGateReads(store.collection_state, clock)
-        self._claims = GroupedClaims(store.settle_jobs)
+        self._gates = _SharedGateReads(storage.executor.collection_state, clock)
+        self._claims = GroupedClaims(storage.executor.settle_jobs)
         self._known = KnownJobs()
 
     def close(self) -> None:
@@ -134,7 +134,7 @@ class ExecutionWorker:
             if message.due - self._clock() < READ_AHEAD_UNTIL:
                 return
             try:
-                stored = self._store.job(delivery.job)
+                stored = self._storage.jobs.job(delivery.job)
             except Exception:
                 # Only time was to be saved: the delivery reads the job at its due time, and
                 # fails there, as it would have, if storage still fails.
@@ -228,7 +228,9 @@ class ExecutionWorker:
                 return None
             assert stored is not None
             if isinstance(decided, Park):
-                if self._written(stored, self._store.settle_job(stored, decided.document, [])):
+                if self._written(
+                    stored, self._storage.executor.settle_job(stored, decided.document, [])
+                ):
                     log.info("%s: the job or its collection is off", _line(delivery, "not run"))
                     return None
                 continue
@@ -242,7 +244,7 @@ class ExecutionWorker:
                 if decided.run is not None:
                     document = document.claimed(delivery.pending.attempt, claim)
                 written = self._written(
-                    stored, self._store.settle_job(stored, document, begun.history)
+                    stored, self._storage.executor.settle_job(stored, document, begun.history)
                 )
                 if written is None:
                     continue
@@ -292,7 +294,7 @@ class ExecutionWorker:
             decided = plan(known.document, gate, delivery, now=now, redelivered=redelivered)
             if isinstance(decided, Begin | Park | Run):
                 return known, decided, now
-        stored = self._store.job(delivery.job)
+        stored = self._storage.jobs.job(delivery.job)
         gate = self._gates.state(delivery.job.collection, delivery.pending.due)
         now = self._clock()
         document = stored.document if stored else None
@@ -321,7 +323,9 @@ class ExecutionWorker:
         for _ in optimistic_attempts():
             now = self._clock()
             settlement = settle(stored.document, run, outcome, now, job=delivery.job)
-            written = self._store.settle_job(stored, settlement.document, settlement.history)
+            written = self._storage.executor.settle_job(
+                stored, settlement.document, settlement.history
+            )
             if self._written(stored, written):
                 self._dispatcher.dispatch_gathered(
                     _deliveries(delivery, settlement.follow_ups), self._clock()
@@ -330,12 +334,12 @@ class ExecutionWorker:
                 log.log(level, "%s", line)
                 telemetry().executed(delivery, run.attempt, outcome, settlement)
                 return
-            fresh = self._store.job(delivery.job)
+            fresh = self._storage.jobs.job(delivery.job)
             if fresh is None:
                 return  # deleted while the action ran: nothing left to record it in
             if not still_pending(fresh.document, delivery):
                 # Redefined, or a duplicate of this message finished first: keep what ran.
-                self._store.add_history(fresh.id, settlement.history[-1:])
+                self._storage.history.add(fresh.id, settlement.history[-1:])
                 return
             stored = fresh
         raise _kept_changing(delivery)
@@ -343,7 +347,7 @@ class ExecutionWorker:
     def _give_up(self, delivery: Delivery, failure: Exception, dequeue_count: int) -> None:
         """Record the attempt as failed, so the job moves on, before the message is poisoned."""
         try:
-            stored = self._store.job(delivery.job)
+            stored = self._storage.jobs.job(delivery.job)
             if stored is None or not still_pending(stored.document, delivery):
                 return
             now = self._clock()

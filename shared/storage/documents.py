@@ -78,7 +78,7 @@ class JobSlot:
 class RunNowsInFlight:
     """The run-nows in flight of all a collection's jobs, counted just after its run-now gate
     was read with `gate` as its etag (None: no gate row yet). A run-now accepted on the strength
-    of this count is written only if the gate still has that etag (`Store.accept_run_now`)."""
+    of this count is written only if the gate still has that etag (`JobStore.accept_run_now`)."""
 
     count: int
     gate: str | None

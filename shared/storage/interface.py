@@ -1,6 +1,9 @@
-"""The storage interface: what the execution and API layers may ask of storage, and the records
-they get back. Its docstrings are the contract; `TableStore` (table_store.py) keeps it on Table
-Storage, and a test that needs a store that misbehaves implements it (or wraps one that does).
+"""The storage interface: what the execution and API layers may ask of storage, one small
+protocol per aggregate (collections, jobs, history, the executor's records, the classic API's
+records), and the records they get back. Its docstrings are the contract; each protocol is kept
+once on Table Storage (table_store.py wires those parts) and once in memory (memory_store.py),
+and a test that needs storage to misbehave wraps the one aggregate it cares about. `Storage`
+holds one implementation of each; the composition root (shared/services.py) builds it.
 
 A save or delete that loses a race to another writer is tried again with what is stored now,
 and raises ModifiedConcurrently when it keeps losing (`settle_job` and `replace_jobs` say
@@ -10,7 +13,8 @@ EtagMismatch; a read of a resource that must exist raises NotFound (shared/stora
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -31,12 +35,17 @@ from shared.storage.documents import (
 )
 
 __all__ = [
+    "ClassicStore",
+    "CollectionStore",
+    "ExecutorStore",
     "HistoryEntry",
+    "HistoryStore",
     "JobSlot",
+    "JobStore",
     "PageBounds",
     "Preconditions",
     "RunNowsInFlight",
-    "Store",
+    "Storage",
     "Stored",
     "StoredCloudService",
     "StoredCollection",
@@ -44,14 +53,8 @@ __all__ = [
 ]
 
 
-class Store(Protocol):
-    """Collections, their jobs and the jobs' history; the executor's gate and settlement; and
-    the classic API's own records."""
-
-    def create_tables(self) -> None:
-        """Make sure what the records are kept in exists (once per process, before any use)."""
-
-    # --- collections ----------------------------------------------------------------------
+class CollectionStore(Protocol):
+    """Job collections, one record each."""
 
     def collection(self, collection: CollectionId) -> StoredCollection | None:
         """The collection as stored, or None."""
@@ -80,7 +83,9 @@ class Store(Protocol):
         created in it at the same moment is not kept: a deletion wins over a creation (see
         `save_job`'s `within`)."""
 
-    # --- jobs -----------------------------------------------------------------------------
+
+class JobStore(Protocol):
+    """The jobs of every collection, counted against their collection's quota."""
 
     def job(self, job: JobId) -> StoredJob | None:
         """The job as stored, or None."""
@@ -133,28 +138,32 @@ class Store(Protocol):
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job and its history, and uncount it; whether there was one."""
 
-    # --- history --------------------------------------------------------------------------
 
-    def add_history(self, job: JobId, entries: list[HistoryEntry]) -> None:
+class HistoryStore(Protocol):
+    """Each job's history of execution attempts."""
+
+    def add(self, job: JobId, entries: list[HistoryEntry]) -> None:
         """Record execution attempts as (entry id, entry); an id written again replaces its
         entry. Ids order the entries, newest first (shared/domain/history.py)."""
 
-    def history(self, job: JobId, status: HistoryStatus | None = None) -> list[HistoryEntry]:
+    def entries(self, job: JobId, status: HistoryStatus | None = None) -> list[HistoryEntry]:
         """A job's history, newest first, as (id, entry); optionally only one status."""
 
-    def history_page(
+    def page(
         self, job: JobId, bounds: PageBounds, status: HistoryStatus | None = None
     ) -> tuple[list[HistoryEntry], bool]:
         """A page of a job's history, newest first, optionally only one status; and whether
         more follow. Only the entries shown are read whole."""
 
-    def history_ids(self, job: JobId, after: str = "") -> list[str]:
+    def ids(self, job: JobId, after: str = "") -> list[str]:
         """The ids of a job's history entries (only those sorting after `after`), newest first."""
 
-    def remove_history(self, job: JobId, entry_ids: Iterable[str]) -> None:
+    def remove(self, job: JobId, entry_ids: Iterable[str]) -> None:
         """Forget these entries of a job's history (those already gone are no matter)."""
 
-    # --- the executor's gate and settlement -----------------------------------------------
+
+class ExecutorStore(Protocol):
+    """The executor's gate and settlement: what it reads before a run and writes after one."""
 
     def collection_state(self, collection: CollectionId) -> str | None:
         """The state the executor checks before running any job of the collection (None if
@@ -190,7 +199,9 @@ class Store(Protocol):
         when one of them changed (or went) since it was read, and its batch was not written
         (the batches before it were)."""
 
-    # --- the classic API's records --------------------------------------------------------
+
+class ClassicStore(Protocol):
+    """The classic API's own records: cloud services and the changes clients poll for."""
 
     def cloud_service(self, cloud_service: CloudServiceId) -> StoredCloudService | None:
         """The cloud service's own record, or None."""
@@ -214,3 +225,17 @@ class Store(Protocol):
 
     def remove_operations_before(self, instant: datetime) -> int:
         """Forget the changes recorded before `instant`; how many were forgotten."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """One implementation of each aggregate, as the composition root wired them (a plain
+    holder: callers ask the aggregate they need, e.g. `storage.jobs.save_job(...)`)."""
+
+    collections: CollectionStore
+    jobs: JobStore
+    history: HistoryStore
+    executor: ExecutorStore
+    classic: ClassicStore
+    create_tables: Callable[[], None]
+    """Make sure what the records are kept in exists (once per process, before any use)."""

@@ -60,8 +60,9 @@ class _Partition:
 
 
 class JobsInMemory:
-    """Every collection's jobs partition. `still_there` says whether a collection, that
-    incarnation of it, is stored (the collections are the store's)."""
+    """Every collection's jobs partition: the jobs and the executor's records in them (see
+    interface.py's JobStore and ExecutorStore for what each call promises). `still_there` says
+    whether a collection, that incarnation of it, is stored (memory_store.py keeps those)."""
 
     def __init__(
         self,
@@ -88,6 +89,12 @@ class JobsInMemory:
         with self._lock:
             row = self._row(job)
         return row.stored() if row is not None else None
+
+    def existing_job(self, job: JobId) -> StoredJob:
+        stored = self.job(job)
+        if stored is None:
+            raise NotFound(job)
+        return stored
 
     def jobs(self, collection: CollectionId, state: JobState | None = None) -> list[StoredJob]:
         found = (row.stored() for row in self._rows_after(collection, ""))
@@ -130,8 +137,10 @@ class JobsInMemory:
 
     def save_job(
         self, job: JobId, document: JobDocument, preconditions: Preconditions, slot: JobSlot,
-        *, max_jobs: int | None, within: StoredCollection | None,
+        max_jobs: int | None = None, *, now: datetime | None = None,
+        within: StoredCollection | None = None,
     ) -> tuple[StoredJob, bool]:  # fmt: skip
+        # `now` lets Table Storage correct counts a crash left too high; nothing crashes here.
         preconditions.check(slot.current)
         text = as_json(document.to_wire())
         with self._lock:
@@ -187,6 +196,9 @@ class JobsInMemory:
                 return None
             self._history.add(stored.id, list(newest))
             return self._rewrite(stored, document)
+
+    def overdue_claims(self, before: datetime, at_most: int) -> int:
+        return len(self.jobs_with_overdue_claims(before, at_most))
 
     def jobs_with_overdue_claims(self, before: datetime, at_most: int) -> list[StoredJob]:
         deadline = claim_column(before)

@@ -1,15 +1,18 @@
-"""The Store (interface.py) in this process's memory: for tests that should need no Azurite, and
-never for production (nothing survives the process, and two processes share nothing).
+"""The storage aggregates (interface.py) in this process's memory: for tests that should need
+no Azurite, and never for production (nothing survives the process, and two processes share
+nothing).
 
-It answers as TableStore answers wherever a caller can tell: documents go through the same JSON
-they are stored as (a caller never holds the stored object), every write gives a new etag, keys
-fold names to one case as keys.py does and listings come in key order, a replace keeps the
-names' case from the creation. One lock makes every call atomic, so a race that Table Storage
-settles with etags is settled here by coming second: a write checked against an etag still
-loses when another writer came first. tests/storage/conformance/ runs the same tests on both.
+It answers as Table Storage (table_store.py) answers wherever a caller can tell: documents go
+through the same JSON they are stored as (a caller never holds the stored object), every write
+gives a new etag, keys fold names to one case as keys.py does and listings come in key order, a
+replace keeps the names' case from the creation. One lock makes every call atomic, so a race
+that Table Storage settles with etags is settled here by coming second: a write checked against
+an etag still loses when another writer came first. tests/storage/conformance/ runs the same
+tests on both.
 
-Collections live here, and the store is composed here; jobs, their gates and their settlement
-in memory_jobs.py; history and the classic API's records in memory_records.py.
+Collections live here, and the aggregates are wired to one another here (`memory_storage`);
+jobs, their gates and their settlement in memory_jobs.py; history and the classic API's records
+in memory_records.py.
 """
 
 from __future__ import annotations
@@ -17,29 +20,19 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from shared.domain.collection_document import CollectionDocument
-from shared.domain.ids import CloudServiceId, CollectionId, JobId
-from shared.domain.job_definition import HistoryStatus, JobState
-from shared.domain.job_document import JobDocument
+from shared.domain.ids import CollectionId
 from shared.storage.documents import (
-    HistoryEntry,
-    JobSlot,
-    PageBounds,
     Preconditions,
-    RunNowsInFlight,
     Stored,
-    StoredCloudService,
     StoredCollection,
-    StoredJob,
     as_json,
 )
 from shared.storage.errors import NotFound
-from shared.storage.interface import Store
+from shared.storage.interface import Storage
 from shared.storage.keys import (
     collection_partition,
     collection_row,
@@ -64,20 +57,13 @@ class _Collection:
         return Stored(self.names, document, self.etag, self.incarnation)
 
 
-class MemoryStore:
-    """The Store in memory (see interface.py for what each call promises)."""
+class CollectionsInMemory:
+    """Job collections in memory (see interface.py's CollectionStore for what each call
+    promises); a collection created anew or deleted sweeps its jobs partition in `jobs`."""
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
+    def __init__(self, lock: threading.RLock, jobs: JobsInMemory) -> None:
+        self._lock, self._jobs = lock, jobs
         self._collections: dict[tuple[str, str], _Collection] = {}
-        self._history = HistoryInMemory(self._lock)
-        self._jobs = JobsInMemory(self._lock, self._history, self._still_there)
-        self._classic = ClassicRecordsInMemory(self._lock)
-
-    def create_tables(self) -> None:
-        """Nothing to create: the dictionaries exist from the start."""
-
-    # --- collections ----------------------------------------------------------------------
 
     def collection(self, collection: CollectionId) -> StoredCollection | None:
         with self._lock:
@@ -136,128 +122,37 @@ class MemoryStore:
             self._jobs.sweep(collection, keep_state=False)
         return current is not None
 
-    def _still_there(self, collection: StoredCollection) -> bool:
+    def still_there(self, collection: StoredCollection) -> bool:
         """Whether the collection, that incarnation of it, is stored."""
         with self._lock:
             current = self._collections.get(_collection_key(collection.id))
         return current is not None and current.incarnation == collection.incarnation
 
-    # --- jobs -----------------------------------------------------------------------------
 
-    def job(self, job: JobId) -> StoredJob | None:
-        return self._jobs.job(job)
+def memory_storage() -> Storage:
+    """Every aggregate on new, empty dictionaries behind one lock (`Storage`'s fields are typed
+    by the protocols, so mypy holds each part to its aggregate's contract here)."""
+    lock = threading.RLock()
+    history = HistoryInMemory(lock)
 
-    def existing_job(self, job: JobId) -> StoredJob:
-        stored = self._jobs.job(job)
-        if stored is None:
-            raise NotFound(job)
-        return stored
+    def still_there(collection: StoredCollection) -> bool:  # asks the collections built next
+        return collections.still_there(collection)
 
-    def jobs(self, collection: CollectionId, state: JobState | None = None) -> list[StoredJob]:
-        return self._jobs.jobs(collection, state)
+    jobs = JobsInMemory(lock, history, still_there)
+    collections = CollectionsInMemory(lock, jobs)
+    return Storage(
+        collections=collections,
+        jobs=jobs,
+        history=history,
+        executor=jobs,
+        classic=ClassicRecordsInMemory(lock),
+        create_tables=_nothing_to_create,
+    )
 
-    def jobs_page(
-        self, collection: CollectionId, bounds: PageBounds, state: JobState | None = None
-    ) -> tuple[list[StoredJob], str | None]:
-        return self._jobs.jobs_page(collection, bounds, state)
 
-    def run_nows_in_flight(self, collection: CollectionId) -> RunNowsInFlight:
-        return self._jobs.run_nows_in_flight(collection)
-
-    def accept_run_now(
-        self, stored: StoredJob, document: JobDocument, in_flight: RunNowsInFlight
-    ) -> StoredJob | None:
-        return self._jobs.accept_run_now(stored, document, in_flight)
-
-    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
-        return self._jobs.job_slot(job, counted=counted)
-
-    def save_job(
-        self, job: JobId, document: JobDocument, preconditions: Preconditions, slot: JobSlot,
-        max_jobs: int | None = None, *, now: datetime | None = None,
-        within: StoredCollection | None = None,
-    ) -> tuple[StoredJob, bool]:  # fmt: skip
-        # `now` lets TableStore correct counts a crash left too high; nothing crashes here.
-        return self._jobs.save_job(
-            job, document, preconditions, slot, max_jobs=max_jobs, within=within
-        )
-
-    def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
-        return self._jobs.delete_job(job, preconditions)
-
-    # --- history --------------------------------------------------------------------------
-
-    def add_history(self, job: JobId, entries: list[HistoryEntry]) -> None:
-        self._history.add(job, entries)
-
-    def history(self, job: JobId, status: HistoryStatus | None = None) -> list[HistoryEntry]:
-        return self._history.entries(job, status)
-
-    def history_page(
-        self, job: JobId, bounds: PageBounds, status: HistoryStatus | None = None
-    ) -> tuple[list[HistoryEntry], bool]:
-        return self._history.page(job, bounds, status)
-
-    def history_ids(self, job: JobId, after: str = "") -> list[str]:
-        return self._history.ids(job, after)
-
-    def remove_history(self, job: JobId, entry_ids: Iterable[str]) -> None:
-        self._history.remove(job, entry_ids)
-
-    # --- the executor's gate and settlement -----------------------------------------------
-
-    def collection_state(self, collection: CollectionId) -> str | None:
-        return self._jobs.collection_state(collection)
-
-    def set_collection_state(self, collection: CollectionId, state: str) -> None:
-        self._jobs.set_collection_state(collection, state)
-
-    def settle_job(
-        self, stored: StoredJob, document: JobDocument, history: list[HistoryEntry]
-    ) -> StoredJob | None:
-        return self._jobs.settle_job(stored, document, history)
-
-    def overdue_claims(self, before: datetime, at_most: int) -> int:
-        return len(self._jobs.jobs_with_overdue_claims(before, at_most))
-
-    def jobs_with_overdue_claims(self, before: datetime, at_most: int) -> list[StoredJob]:
-        return self._jobs.jobs_with_overdue_claims(before, at_most)
-
-    def settle_jobs(self, writes: list[tuple[StoredJob, JobDocument]]) -> list[StoredJob | None]:
-        return self._jobs.settle_jobs(writes)
-
-    def replace_jobs(self, jobs: Iterable[StoredJob]) -> None:
-        self._jobs.replace_jobs(jobs)
-
-    # --- the classic API's records --------------------------------------------------------
-
-    def cloud_service(self, cloud_service: CloudServiceId) -> StoredCloudService | None:
-        return self._classic.cloud_service(cloud_service)
-
-    def cloud_services(self, subscription: str) -> list[StoredCloudService]:
-        return self._classic.cloud_services(subscription)
-
-    def create_cloud_service(
-        self, cloud_service: CloudServiceId, document: dict[str, str]
-    ) -> StoredCloudService:
-        return self._classic.create_cloud_service(cloud_service, document)
-
-    def delete_cloud_service(self, cloud_service: CloudServiceId) -> bool:
-        return self._classic.delete_cloud_service(cloud_service)
-
-    def record_operation(self, subscription: str, request_id: str) -> None:
-        self._classic.record_operation(subscription, request_id)
-
-    def operation_recorded(self, subscription: str, request_id: str) -> bool:
-        return self._classic.operation_recorded(subscription, request_id)
-
-    def remove_operations_before(self, instant: datetime) -> int:
-        return self._classic.remove_operations_before(instant)
+def _nothing_to_create() -> None:
+    """The dictionaries exist from the start."""
 
 
 def _collection_key(collection: CollectionId) -> tuple[str, str]:
     return collection_partition(collection), collection_row(collection)
-
-
-if TYPE_CHECKING:  # mypy holds the memory store to the protocol's signatures
-    _IS_A_STORE: Store = MemoryStore()

@@ -192,7 +192,7 @@ def test_enabling_is_refused_whole_when_a_job_runs_more_often_than_the_quota_all
     too_often = pipeline.put_job("too-often", every_minute(target, "/often", state="disabled"))
     hourly = pipeline.put_job("hourly", every_minute(target, "/hourly", state="disabled", recurrence={"frequency": "Hour", "interval": 1}))
     hourly_quota = {"location": "westeurope", "properties": {"sku": {"name": "Standard"}, "quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}
-    pipeline.store.save_collection(pipeline.collection, CollectionDocument.created(CollectionBody.model_validate(hourly_quota)), Preconditions())
+    pipeline.store.collections.save_collection(pipeline.collection, CollectionDocument.created(CollectionBody.model_validate(hourly_quota)), Preconditions())
     with pytest.raises(Refused) as refused:
         switch(pipeline, {"state": "enabled"})
     assert "too-often" in str(refused.value)
@@ -208,7 +208,7 @@ def test_a_job_changed_during_a_switch_is_switched_as_it_now_is(storage: str, ta
     pipeline = Pipeline(storage)
     raced = pipeline.put_job("raced", every_minute(target, "/raced"))
     calm = pipeline.put_job("calm", every_minute(target, "/calm"))
-    write_back, concurrent = pipeline.store.replace_jobs, []
+    write_back, concurrent = pipeline.store.executor.replace_jobs, []
 
     def change_one_first(jobs: Any) -> None:
         if not concurrent:
@@ -216,7 +216,7 @@ def test_a_job_changed_during_a_switch_is_switched_as_it_now_is(storage: str, ta
             concurrent.append(classic_operations.patch_job(classic_request(pipeline, "PATCH", "raced", patch), pipeline.services))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", change_one_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", change_one_first)
     answer = {job["id"]: job for job in switch(pipeline, {"state": "disabled", "stateDetails": "maintenance"})}
     [seen] = concurrent
     assert (seen.status, seen.body["state"]) == (200, "enabled")  # type: ignore[index]

@@ -16,7 +16,7 @@ from shared.api.arm import _nesting_within
 from shared.domain.collection import MaxRecurrence, Quota
 from shared.domain.ids import CollectionId
 from shared.domain.schedule.recurrence import Frequency
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import Service
 
 SUBSCRIPTION = "0f1e2d3c-aaaa-bbbb-cccc-000000000001"
@@ -62,9 +62,9 @@ def too_often(response: httpx.Response) -> bool:
 
 def stored_quota(service: Service, name: str) -> Quota:
     """The quota the jobs of a collection live under, from the collection as stored."""
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     collection = CollectionId.of(SUBSCRIPTION, "scheduler-rg", name)
-    return store.existing_collection(collection).document.effective_quota
+    return store.collections.existing_collection(collection).document.effective_quota
 
 
 def test_create_fills_in_defaults_and_get_returns_the_same(api: httpx.Client) -> None:

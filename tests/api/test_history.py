@@ -17,7 +17,7 @@ from shared.api.job_operations import list_history
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
 from shared.storage.jobs import JOBS_TABLE
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage, table_storage_from_connection_string
 from tests.api.test_jobs import (
     SUBSCRIPTION,
     collection_path,
@@ -47,13 +47,13 @@ def test_history_lists_newest_first_filters_pages_and_goes_with_the_job(api: htt
     collection = new_collection(api)
     name = f"hist-{uuid.uuid4().hex[:6]}"
     assert put_job(api, collection, http_job(), name=name).status_code == 201
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
     first = datetime(2026, 11, 1, 5, 0, tzinfo=UTC)
     statuses = ["Completed", "Failed", "Completed", "Postponed", "Failed"]
     for n, status in enumerate(statuses):
         expected = first + timedelta(hours=n)
-        store.add_history(job, [(Attempt(expected).history_id, entry(status, expected))])
+        store.history.add(job, [(Attempt(expected).history_id, entry(status, expected))])
 
     history = api.get(f"{job_path(collection, name)}/history").json()["value"]
     assert [item["properties"]["status"] for item in history] == statuses[::-1]
@@ -75,7 +75,7 @@ def test_history_lists_newest_first_filters_pages_and_goes_with_the_job(api: htt
     assert "use status eq '<one of Completed, Failed, Postponed>'" in bad.json()["error"]["message"]
 
     assert api.delete(job_path(collection, name)).status_code == 200
-    assert store.history(job) == []
+    assert store.history.entries(job) == []
     assert api.get(f"{job_path(collection, name)}/history").status_code == 404
     assert api.delete(collection_path(collection)).status_code == 200
 
@@ -110,14 +110,14 @@ def history_request(url: str) -> ApiRequest:
 
 def test_a_history_page_reads_only_the_entries_it_shows(storage: str) -> None:
     counted = RowsRead()
-    store = TableStore(TableServiceClient.from_connection_string(storage, raw_response_hook=counted))
+    store = table_storage(TableServiceClient.from_connection_string(storage, raw_response_hook=counted))
     pipeline = Pipeline(storage, store=store)
     job = pipeline.put_job("long-history", {"startTime": "2026-11-01T05:00:00Z", "recurrence": {"frequency": "Minute"},
                                             "action": {"type": "Http", "request": {"uri": "http://127.0.0.1:9/", "method": "GET"}}})  # fmt: skip
     first = datetime(2026, 11, 1, 5, 0, tzinfo=UTC)
     written = [(Attempt(first + timedelta(minutes=n)).history_id,
                 entry("Failed" if n % 3 == 0 else "Completed", first + timedelta(minutes=n))) for n in range(HISTORY_LENGTH)]  # fmt: skip
-    store.add_history(job, written)
+    store.history.add(job, written)
     newest_first = sorted(entry_id for entry_id, _ in written)
     services = replace(pipeline.services, settings=replace(pipeline.services.settings, public_base_url="https://scheduler.example.com"))
 

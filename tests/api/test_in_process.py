@@ -72,8 +72,8 @@ def test_a_collection_and_a_job_are_created_and_read_back(services: Services) ->
     assert status == 200
     assert read["properties"]["recurrence"] == {"frequency": "hour", "interval": 1}
     assert read["properties"]["status"]["nextExecutionTime"].startswith("2026-11-28T13:00:00")
-    [collection] = services.store.collections("sub-in-process")
-    assert [job.id.name for job in services.store.jobs(collection.id)] == ["Job1"]
+    [collection] = services.storage.collections.collections("sub-in-process")
+    assert [job.id.name for job in services.storage.jobs.jobs(collection.id)] == ["Job1"]
 
 
 def test_a_bad_job_is_refused_in_arms_words_and_stores_nothing(services: Services) -> None:

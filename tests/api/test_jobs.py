@@ -12,7 +12,7 @@ import pytest
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.storage.interface import Preconditions
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import Service
 from tests.factories import made_pfx
 
@@ -442,11 +442,11 @@ def test_completed_and_faulted_jobs_are_final(api: httpx.Client, collection: str
     name = unique("done")
     assert put_job(api, collection, http_job(), name=name).status_code == 201
     # The executor sets final states; here the store is written as it will write it.
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), name)
-    slot = store.job_slot(job)
+    slot = store.jobs.job_slot(job)
     assert slot.current is not None
-    store.save_job(job, slot.current.document.with_state(JobState.COMPLETED), Preconditions(), slot)
+    store.jobs.save_job(job, slot.current.document.with_state(JobState.COMPLETED), Preconditions(), slot)
     for attempt in (api.put(job_path(collection, name), json=http_job()),
                     api.patch(job_path(collection, name), json={"properties": {"state": "Enabled"}})):  # fmt: skip
         assert attempt.status_code == 409
@@ -507,9 +507,9 @@ def test_next_link_is_built_on_the_configured_base_without_the_key_or_a_forged_h
     for n in range(2):
         assert put_job(api, collection, http_job(), name=f"job-{n}").status_code == 201
     job = job_path(collection, "job-0")
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job_id = JobId(CollectionId(SUBSCRIPTION, "jobs-rg", collection), "job-0")
-    store.add_history(job_id, [(f"{n:020d}-s99", {"status": "Completed"}) for n in range(2)])
+    store.history.add(job_id, [(f"{n:020d}-s99", {"status": "Completed"}) for n in range(2)])
     with httpx.Client(base_url=service.base_url, timeout=5) as bare:  # the key in the query, not a header
         for path in (f"{collection_path(collection)}/jobs", f"{job}/history"):
             answer = bare.get(path, params={"api-version": "2016-03-01", "code": service.key, "$top": 1},

@@ -17,7 +17,7 @@ from azure.mgmt.scheduler import SchedulerManagementClient, models
 
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import Service
 
 SUBSCRIPTION = "sdk-subscription"
@@ -102,10 +102,10 @@ def test_collections_and_jobs_round_trip_through_the_sdk(client: SchedulerManage
     assert disabled.properties.state == "disabled"
     assert disabled.properties.status is None  # a disabled job that never ran, as recorded
     assert [item.name for item in client.jobs.list(GROUP, name)] == [f"{name}/report"]
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job_id = JobId(CollectionId(SUBSCRIPTION, GROUP, name), "report")
     entry_id = Attempt(datetime(2026, 11, 6, 5, 15, tzinfo=UTC)).history_id
-    store.add_history(job_id, [(entry_id, {"startTime": "2026-11-06T05:15:01Z", "endTime": "2026-11-06T05:15:02Z",
+    store.history.add(job_id, [(entry_id, {"startTime": "2026-11-06T05:15:01Z", "endTime": "2026-11-06T05:15:02Z",
                                 "expectedExecutionTime": "2026-11-06T05:15:00Z", "actionName": "MainAction",
                                 "status": "Completed", "message": "OK", "retryCount": 0, "repeatCount": 1})])
     history = list(client.jobs.list_job_history(GROUP, name, "report"))

@@ -22,7 +22,7 @@ from shared.domain.job_document import SECRETS, secrets_staying
 from shared.domain.problems import is_secret_field
 from shared.domain.redaction import masked_values, redact_text, redact_uri, restored_definition
 from shared.domain.wire import merge_patch
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.api.test_classic_api import XML_CLOUD_SERVICE, XML_COLLECTION
 from tests.api.test_jobs import (
     SUBSCRIPTION,
@@ -59,9 +59,9 @@ def keyed_job() -> dict[str, Any]:
 
 def stored_definition(service: Service, collection: str, job: str) -> dict[str, Any]:
     """The definition as the store keeps it (what the job's calls use)."""
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job_id = JobId.of(CollectionId.of(SUBSCRIPTION, "jobs-rg", collection), job)
-    return store.existing_job(job_id).document.definition
+    return store.jobs.existing_job(job_id).document.definition
 
 
 def assert_stored_intact(service: Service, collection: str, job: str) -> None:
@@ -280,9 +280,9 @@ def test_the_classic_api_masks_the_same_keys_and_keeps_them_when_written_back(
         assert_masked(answer)
     read = client.get(f"{jobs}/keyed").json()
     assert_masked(client.put(f"{jobs}/keyed", json=read))
-    store = TableStore.from_connection_string(service.storage)
+    store = table_storage_from_connection_string(service.storage)
     job_id = JobId.of(CollectionId.of(SUBSCRIPTION, classic_jobs.cloud_service, "jc"), "keyed")
-    stored = store.existing_job(job_id).document.definition["action"]
+    stored = store.jobs.existing_job(job_id).document.definition["action"]
     assert stored["request"]["uri"] == KEYED_URI
     assert {name.lower(): value for name, value in stored["request"]["headers"].items()} == {
         name.lower(): value for name, value in HEADERS.items()
@@ -430,7 +430,7 @@ class JobWrites:
 
 @pytest.fixture(params=["arm", "classic"])
 def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) -> JobWrites:
-    store, name = TableStore.from_connection_string(service.storage), unique("travelling")
+    store, name = table_storage_from_connection_string(service.storage), unique("travelling")
     if request.param == "arm":
         collection = new_collection(api)
         path = job_path(collection, name)
@@ -439,7 +439,7 @@ def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) 
             lambda properties: api.put(path, json={"properties": properties}),
             lambda patch: api.patch(path, json={"properties": patch}),
             lambda: api.get(path).json()["properties"],
-            lambda: store.existing_job(job_id).document.definition,
+            lambda: store.jobs.existing_job(job_id).document.definition,
         )
     classic: ClassicJobs = request.getfixturevalue("classic_jobs")
     path = f"{classic.path}/{name}"
@@ -450,7 +450,7 @@ def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) 
         lambda: {
             name: value for name, value in classic.client.get(path).json().items() if name != "id"
         },
-        lambda: store.existing_job(job_id).document.definition,
+        lambda: store.jobs.existing_job(job_id).document.definition,
     )
 
 

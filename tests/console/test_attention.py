@@ -231,7 +231,7 @@ def test_the_console_lists_a_poison_message_and_a_claim_past_its_deadline() -> N
         [entry] = stored.document.pending
         deadline = pipeline.clock() - timedelta(minutes=3)
         claimed = stored.document.claimed(entry.attempt, Claim("dead-holder", deadline))
-        pipeline.store.replace_jobs([Stored(job, claimed, stored.etag)])
+        pipeline.store.executor.replace_jobs([Stored(job, claimed, stored.etag)])
         # Two messages the host gave up on, as it moves them: the app's in base64, as it read it.
         poison = QueueClient.from_connection_string(storage, f"{pipeline.queue.queue_name}-poison")
         poison.create_queue()

@@ -25,7 +25,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from shared.domain.attempts import Claim
 from shared.domain.ids import CollectionId, JobId
 from shared.storage.interface import Stored
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.api.test_templates import QUICKSTARTS
 from tests.conftest import ROOT, SAS_KEY, SAS_KEY_NAME, Service
 from tests.targets import Target
@@ -666,11 +666,11 @@ def test_poison_messages_and_claims_past_their_deadline_are_counted_on_the_overv
     # message the host gave up on waits on the poison queue.
     parts = collection.split("/")
     job = JobId(CollectionId(parts[2], parts[4], parts[8]), "stuck")
-    store = TableStore.from_connection_string(service.storage)
-    stored = store.existing_job(job)
+    store = table_storage_from_connection_string(service.storage)
+    stored = store.jobs.existing_job(job)
     [entry] = stored.document.pending
     dead = Claim("dead-holder", datetime.now(UTC) - timedelta(minutes=5))
-    store.replace_jobs([Stored(job, stored.document.claimed(entry.attempt, dead), stored.etag)])
+    store.executor.replace_jobs([Stored(job, stored.document.claimed(entry.attempt, dead), stored.etag)])
     poison = QueueClient.from_connection_string(service.storage, "executions-poison")
     with contextlib.suppress(ResourceExistsError):
         poison.create_queue()

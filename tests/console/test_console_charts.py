@@ -20,7 +20,7 @@ from playwright.sync_api import Locator, Page, expect
 from shared.domain.history import entry_id
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.wire import iso
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import ROOT, Service
 from tests.console.test_console_browser import (  # noqa: F401 (fixtures)
     axe_problems,
@@ -65,7 +65,7 @@ def seed_history(service: Service, collection_id: str, name: str) -> dict[str, i
         )
     for day in range(2, 7):
         entries.append(entry(hour - timedelta(days=day), "Completed", late_ms=3000, took_ms=900))
-    TableStore.from_connection_string(service.storage).add_history(job, entries)
+    table_storage_from_connection_string(service.storage).history.add(job, entries)
     return {"completed": 18, "failed": 4, "postponed": 1}
 
 

@@ -29,7 +29,7 @@ from shared.domain.ids import CollectionId, JobId
 from shared.execution import messages
 from shared.execution.messages import Deliveries
 from shared.services import EXECUTIONS_QUEUE
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.conftest import API_VERSION, launch_host
 from tests.targets import Target
 
@@ -200,7 +200,7 @@ def test_the_same_attempts_handed_to_two_worker_processes_call_each_target_once(
     created = httpx.put(base, params=params, headers=headers, timeout=WAIT_S,
                         json={"location": "West Europe", "properties": {"sku": {"name": "P20Premium"}}})  # fmt: skip
     assert created.status_code in (200, 201), created.text
-    store = TableStore.from_connection_string(own_storage)
+    store = table_storage_from_connection_string(own_storage)
     queue = QueueClient.from_connection_string(own_storage, EXECUTIONS_QUEUE, message_encode_policy=TextBase64EncodePolicy())
     target.answer("/twice")
     rounds = {round_: [f"job-{round_}-{n}" for n in range(20)] for round_ in range(4)}
@@ -217,7 +217,7 @@ def test_the_same_attempts_handed_to_two_worker_processes_call_each_target_once(
     for round_, batch in rounds.items():
         deliveries = []
         for name in batch:
-            stored = store.job(JobId(collection, name))
+            stored = store.jobs.job(JobId(collection, name))
             assert stored is not None
             deliveries.append(Delivery(stored.id, stored.document.defined_at, stored.document.pending[0], datetime.now(UTC)))
         due = first + timedelta(seconds=2 * round_)

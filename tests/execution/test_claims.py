@@ -16,10 +16,10 @@ from datetime import timedelta
 from typing import Any
 
 from shared.execution.worker import CLAIM_FOR
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.pipeline import START, Pipeline
 from tests.targets import HeldAnswer, Target
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped, wrapping
 
 MINUTE = timedelta(minutes=1)
 EVERY_MINUTE = {"frequency": "Minute", "interval": 1}
@@ -94,18 +94,19 @@ def test_a_target_slower_than_the_messages_visibility_is_called_once(
 def test_a_holder_that_died_before_recording_is_taken_over_after_the_claims_deadline(
     storage: str, target: Target
 ) -> None:
-    class CrashingStore(WrappedStore):
+    class CrashingExecutor(Wrapped):
         """The first outcome write never lands, as if the host died between call and record."""
 
         crashes = 1
 
         def settle_job(self, stored: Any, document: Any, history: list[Any]) -> Any:
-            if history and CrashingStore.crashes > 0:
-                CrashingStore.crashes -= 1
+            if history and CrashingExecutor.crashes > 0:
+                CrashingExecutor.crashes -= 1
                 raise ConnectionError("the host died")
             return self.inner.settle_job(stored, document, history)
 
-    pipeline = Pipeline(storage, store=CrashingStore(TableStore.from_connection_string(storage)))
+    real = table_storage_from_connection_string(storage)
+    pipeline = Pipeline(storage, store=wrapping(real, executor=CrashingExecutor))
     target.answer("/died", 200)
     job = pipeline.put_job("died", job_at(target, "/died"))
     received: list[str] = []

@@ -46,38 +46,38 @@ def test_finished_jobs_expire_60_days_after_they_ended() -> None:
 def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> None:
     pipeline = Pipeline(storage)
     body = CollectionBody.model_validate({"location": "West Europe", "properties": {"sku": {"name": "P20Premium"}}})
-    pipeline.store.save_collection(pipeline.collection, CollectionDocument.created(body), Preconditions())
+    pipeline.store.collections.save_collection(pipeline.collection, CollectionDocument.created(body), Preconditions())
     target = Target()
     target.answer("/kept", 200)
     busy = pipeline.put_job("busy", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}},
                                      "startTime": (NOW + timedelta(days=1)).isoformat(),
                                      "recurrence": {"frequency": "Hour", "interval": 1}})  # fmt: skip
     entries = [(entry_id, {"status": "Completed"}) for entry_id in ids_every_hour(1100)]
-    pipeline.store.add_history(busy, entries)
+    pipeline.store.history.add(busy, entries)
     stored = pipeline.job(busy)
-    assert pipeline.store.settle_job(stored, replace(stored.document, history_count=1100), [])
+    assert pipeline.store.executor.settle_job(stored, replace(stored.document, history_count=1100), [])
     finished = pipeline.put_job("finished", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}}})
     pipeline.advance(timedelta(seconds=1))
     assert pipeline.job(finished).document.definition["state"] == "completed"
 
     clean_up(pipeline.store, NOW)  # the finished job ended moments ago: it stays
-    assert pipeline.store.job(finished) is not None
-    assert pipeline.store.history_ids(busy) == [entry_id for entry_id, _ in entries[:MOST_HISTORY]]
+    assert pipeline.store.jobs.job(finished) is not None
+    assert pipeline.store.history.ids(busy) == [entry_id for entry_id, _ in entries[:MOST_HISTORY]]
     assert pipeline.job(busy).document.history_count == MOST_HISTORY
 
     later = NOW + timedelta(days=61)
     clean_up(pipeline.store, later)
-    assert pipeline.store.job(finished) is None
-    assert pipeline.store.history_ids(busy) == []  # every entry is now older than 60 days
+    assert pipeline.store.jobs.job(finished) is None
+    assert pipeline.store.history.ids(busy) == []  # every entry is now older than 60 days
     target.close()
 
 
 def test_the_clean_up_forgets_classic_operations_after_two_days(storage: str) -> None:
     store = Pipeline(storage).store
     request_id = uuid.uuid4().hex
-    store.record_operation("sub-clean-up", request_id)
+    store.classic.record_operation("sub-clean-up", request_id)
     recorded_at = datetime.now(UTC)  # storage stamps the row with its own clock
     clean_up(store, recorded_at + OPERATIONS_KEPT_FOR - timedelta(minutes=1))
-    assert store.operation_recorded("sub-clean-up", request_id)
+    assert store.classic.operation_recorded("sub-clean-up", request_id)
     clean_up(store, recorded_at + OPERATIONS_KEPT_FOR + timedelta(minutes=1))
-    assert not store.operation_recorded("sub-clean-up", request_id)
+    assert not store.classic.operation_recorded("sub-clean-up", request_id)

@@ -4,6 +4,7 @@ else changed since is acted on as stored (shared/execution/known_jobs.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -14,15 +15,15 @@ from shared.execution import messages
 from shared.execution.known_jobs import KnownJobs
 from shared.execution.worker import READ_AHEAD_UNTIL, THREAD_SLEEPS_LAST
 from shared.storage.documents import Stored
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped
 
 MINUTE = timedelta(minutes=1)
 
 
-class CountedReads(WrappedStore):
+class CountedReads(Wrapped):
     def __init__(self, inner: Any) -> None:
         super().__init__(inner)
         self.reads: list[JobId] = []
@@ -33,9 +34,10 @@ class CountedReads(WrappedStore):
 
 
 def counting_reads(storage: str) -> tuple[CountedReads, Pipeline]:
-    """A pipeline on a store that notes which jobs it reads."""
-    store = CountedReads(TableStore.from_connection_string(storage))
-    return store, Pipeline(storage, store=store)
+    """A pipeline on storage whose jobs note which of them are read."""
+    real = table_storage_from_connection_string(storage)
+    jobs = CountedReads(real.jobs)
+    return jobs, Pipeline(storage, store=dataclasses.replace(real, jobs=jobs))
 
 
 def once(target: Target, path: str, **properties: Any) -> dict[str, Any]:

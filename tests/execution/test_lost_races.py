@@ -9,6 +9,7 @@ memory store and on Azurite.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -22,9 +23,10 @@ from shared.domain.job_document import JobDocument
 from shared.domain.problems import Refused
 from shared.execution.scheduling import Scheduling
 from shared.storage.due_index import BUCKET, bucket_of
+from shared.storage.interface import Storage
 from tests.in_memory import MemoryPipeline
 from tests.pipeline import Pipeline
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped
 
 
 @pytest.fixture(params=["memory", pytest.param("table", marks=pytest.mark.services)])
@@ -34,8 +36,8 @@ def pipeline(request: pytest.FixtureRequest) -> Pipeline:
     return Pipeline(request.getfixturevalue("storage"))
 
 
-class RacedStore(WrappedStore):
-    """The real store, but `meanwhile` runs once just before the first job write is sent: a
+class RacedJobs(Wrapped):
+    """The real jobs, but `meanwhile` runs once just before the first job write is sent: a
     write of someone else that lands between the writer's read and its write."""
 
     def __init__(self, inner: Any, meanwhile: Callable[[], None]) -> None:
@@ -49,6 +51,13 @@ class RacedStore(WrappedStore):
             meanwhile, self._meanwhile = self._meanwhile, None
             meanwhile()
         return self.inner.save_job(*args, **kwargs)
+
+
+def raced(pipeline: Pipeline, meanwhile: Callable[[], None]) -> tuple[Scheduling, RacedJobs]:
+    """Scheduling on the pipeline's storage, with its jobs raced by `meanwhile`."""
+    jobs = RacedJobs(pipeline.store.jobs, meanwhile)
+    storage: Storage = dataclasses.replace(pipeline.store, jobs=jobs)
+    return Scheduling(storage, pipeline.dispatcher), jobs
 
 
 def definition(pipeline: Pipeline, path: str) -> JobProperties:
@@ -69,7 +78,7 @@ def definition(pipeline: Pipeline, path: str) -> JobProperties:
 def settle(pipeline: Pipeline, job: JobId, change: Callable[[JobDocument], JobDocument]) -> None:
     """The executor's write of the job's outcome (its settlement), as the store takes it."""
     stored = pipeline.job(job)
-    assert pipeline.store.settle_job(stored, change(stored.document), []) is not None
+    assert pipeline.store.executor.settle_job(stored, change(stored.document), []) is not None
 
 
 def ran_once(document: JobDocument) -> JobDocument:
@@ -100,8 +109,7 @@ def test_a_put_racing_a_settlement_keeps_the_executors_counts_with_the_puts_defi
         job, definition(pipeline, "/old"), pipeline.clock()
     )
     settle(pipeline, job, ran_once)  # one run recorded before the PUT reads the job
-    raced = RacedStore(pipeline.store, lambda: settle(pipeline, job, ran_once))
-    scheduling = Scheduling(raced, pipeline.dispatcher)
+    scheduling, jobs = raced(pipeline, lambda: settle(pipeline, job, ran_once))
     pipeline.clock.at += timedelta(seconds=1)
 
     stored, created = scheduling.save_definition(
@@ -113,7 +121,7 @@ def test_a_put_racing_a_settlement_keeps_the_executors_counts_with_the_puts_defi
     assert kept.document.status.execution_count == 2  # the settlement that landed in between
     assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/new"
     assert stored.etag == kept.etag and stored.document == kept.document
-    assert raced.job_writes == 2  # the first write was refused, the second built anew
+    assert jobs.job_writes == 2  # the first write was refused, the second built anew
     assert len(indexed_dues(pipeline, job, kept.document)) == len(kept.document.pending) == 1
 
 
@@ -122,10 +130,9 @@ def test_a_put_racing_a_settlement_that_completes_the_job_is_refused(pipeline: P
     pipeline.services.scheduling.save_definition(
         job, definition(pipeline, "/old"), pipeline.clock()
     )
-    raced = RacedStore(
-        pipeline.store, lambda: settle(pipeline, job, lambda d: d.with_state(JobState.COMPLETED))
+    scheduling, _ = raced(
+        pipeline, lambda: settle(pipeline, job, lambda d: d.with_state(JobState.COMPLETED))
     )
-    scheduling = Scheduling(raced, pipeline.dispatcher)
     pipeline.clock.at += timedelta(seconds=1)
 
     with pytest.raises(Refused):
@@ -147,11 +154,10 @@ def test_a_create_that_loses_to_another_creator_replaces_the_job_it_finds(
 ) -> None:
     job = JobId(pipeline.collection, "contended")
     other = pipeline.services.scheduling
-    raced = RacedStore(
-        pipeline.store,
+    scheduling, _ = raced(
+        pipeline,
         lambda: other.save_definition(job, definition(pipeline, "/first"), pipeline.clock()),
     )
-    scheduling = Scheduling(raced, pipeline.dispatcher)
 
     stored, created = scheduling.save_definition(
         job, definition(pipeline, "/second"), pipeline.clock()
@@ -161,5 +167,5 @@ def test_a_create_that_loses_to_another_creator_replaces_the_job_it_finds(
     kept = pipeline.job(job)
     assert kept.etag == stored.etag
     assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/second"
-    counted = pipeline.store.job_slot(JobId(pipeline.collection, "any"), counted=True)
-    assert counted.jobs_in_collection == len(pipeline.store.jobs(pipeline.collection)) == 1
+    counted = pipeline.store.jobs.job_slot(JobId(pipeline.collection, "any"), counted=True)
+    assert counted.jobs_in_collection == len(pipeline.store.jobs.jobs(pipeline.collection)) == 1

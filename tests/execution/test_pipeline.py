@@ -20,10 +20,10 @@ from shared.execution.dispatch import Dispatcher
 from shared.execution.messages import MOST_PER_MESSAGE
 from shared.execution.worker import _SharedGateReads
 from shared.storage.interface import Preconditions
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped, wrapping
 
 MINUTE = timedelta(minutes=1)
 
@@ -137,7 +137,7 @@ def test_a_deleted_job_stops_at_once(pipeline: Pipeline, target: Target) -> None
     target.answer("/deleted", 200)
     job = pipeline.put_job("deleted", job_at(target, "/deleted", recurrence={"frequency": "Minute", "interval": 1}))
     pipeline.advance(MINUTE)
-    pipeline.store.delete_job(job, Preconditions())
+    pipeline.store.jobs.delete_job(job, Preconditions())
     pipeline.advance(MINUTE)
     pipeline.advance(MINUTE)
     assert len(target.received("/deleted")) == 1
@@ -169,14 +169,14 @@ def test_a_job_written_while_its_collection_is_disabled_is_read_again_not_a_fail
     that write fail, and the change is made again on what was written, not lost or a 500."""
     raced = pipeline.put_job("raced", job_at(target, "/raced", recurrence={"frequency": "Minute", "interval": 1}))
     calm = pipeline.put_job("calm", job_at(target, "/calm", recurrence={"frequency": "Minute", "interval": 1}))
-    write_back, redefined = pipeline.store.replace_jobs, []
+    write_back, redefined = pipeline.store.executor.replace_jobs, []
 
     def redefine_first(jobs: Any) -> None:
         if not redefined:  # a client's PUT lands between the read and the batch write
             redefined.append(pipeline.put_job("raced", job_at(target, "/raced-again")))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", redefine_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", redefine_first)
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
     assert pipeline.job(raced).document.definition["action"]["request"]["uri"].endswith("/raced-again")
     assert pipeline.job(raced).document.state is JobState.DISABLED
@@ -189,16 +189,16 @@ def test_a_job_deleted_while_its_collection_is_enabled_is_left_deleted(
     gone = pipeline.put_job("gone", job_at(target, "/gone", recurrence={"frequency": "Minute", "interval": 1}))
     kept = pipeline.put_job("kept", job_at(target, "/kept", recurrence={"frequency": "Minute", "interval": 1}))
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
-    write_back, deleted = pipeline.store.replace_jobs, []
+    write_back, deleted = pipeline.store.executor.replace_jobs, []
 
     def delete_first(jobs: Any) -> None:
         if not deleted:  # a client's DELETE lands between the read and the batch write
-            deleted.append(pipeline.store.delete_job(gone, Preconditions()))
+            deleted.append(pipeline.store.jobs.delete_job(gone, Preconditions()))
         write_back(jobs)
 
-    monkeypatch.setattr(pipeline.store, "replace_jobs", delete_first)
+    monkeypatch.setattr(pipeline.store.executor, "replace_jobs", delete_first)
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.ENABLED, pipeline.clock())
-    assert pipeline.store.job(gone) is None
+    assert pipeline.store.jobs.job(gone) is None
     assert pipeline.job(kept).document.state is JobState.ENABLED
 
 
@@ -223,7 +223,7 @@ def test_after_downtime_each_job_runs_once_and_the_missed_occurrences_are_postpo
 
 
 def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage: str, target: Target) -> None:
-    class FailingStore(WrappedStore):
+    class FailingJobs(Wrapped):
         """Fault injection: the job cannot be read for the first five tries (nor claimed, so its
         target is not called: a try whose outcome could not be written waits for its claim to
         run out instead, tests/execution/test_claims.py)."""
@@ -231,12 +231,13 @@ def test_a_message_that_keeps_failing_is_recorded_as_failed_and_poisoned(storage
         failures = 5
 
         def job(self, *args: Any, **kwargs: Any) -> Any:
-            if FailingStore.failures > 0:
-                FailingStore.failures -= 1
+            if FailingJobs.failures > 0:
+                FailingJobs.failures -= 1
                 raise ConnectionError("storage unavailable")
             return self.inner.job(*args, **kwargs)
 
-    pipeline = Pipeline(storage, store=FailingStore(TableStore.from_connection_string(storage)))
+    real = table_storage_from_connection_string(storage)
+    pipeline = Pipeline(storage, store=wrapping(real, jobs=FailingJobs))
     target.answer("/poison", 200)
     no_retries = http(target, "/poison") | {"retryPolicy": {"retryType": "None"}}
     job = pipeline.put_job("poison", job_at(target, "/poison", action=no_retries,
@@ -328,12 +329,13 @@ def test_jobs_due_in_the_same_second_share_one_message(pipeline: Pipeline, targe
 def test_jobs_of_a_collection_due_together_share_one_read_of_its_state(storage: str, target: Target) -> None:
     reads: list[Any] = []
 
-    class CountingStore(WrappedStore):
+    class CountingExecutor(Wrapped):
         def collection_state(self, collection: Any) -> str | None:
             reads.append(pipeline.clock())
             return self.inner.collection_state(collection)
 
-    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
+    real = table_storage_from_connection_string(storage)
+    pipeline = Pipeline(storage, store=wrapping(real, executor=CountingExecutor))
     target.answer("/shared", 200)
     for n in range(5):
         pipeline.put_job(f"shared-{n}", job_at(target, "/shared"))
@@ -348,12 +350,13 @@ def test_an_execution_under_overlap_allow_reads_its_job_once(storage: str, targe
     against the version that write returned, not against the job read again."""
     reads: list[JobId] = []
 
-    class CountingStore(WrappedStore):
+    class CountingJobs(Wrapped):
         def job(self, job: JobId) -> Any:
             reads.append(job)
             return self.inner.job(job)
 
-    pipeline = Pipeline(storage, store=CountingStore(TableStore.from_connection_string(storage)))
+    real = table_storage_from_connection_string(storage)
+    pipeline = Pipeline(storage, store=wrapping(real, jobs=CountingJobs))
     target.answer("/allowed", 200)
     job = pipeline.put_job("allowed", job_at(target, "/allowed", overlapPolicy="Allow"))
     pipeline.advance(MINUTE)
@@ -369,7 +372,7 @@ def test_a_collection_disabled_between_two_due_times_stops_the_later_jobs(pipeli
     second = pipeline.put_job("second", job_at(target, "/gated", start=START + timedelta(seconds=1)))
     pipeline.advance(MINUTE)
     assert len(target.received("/gated")) == 1
-    pipeline.store.set_collection_state(pipeline.collection, "Disabled")
+    pipeline.store.executor.set_collection_state(pipeline.collection, "Disabled")
     pipeline.advance(timedelta(seconds=5))
     assert len(target.received("/gated")) == 1  # the read for the first is not reused
     assert pipeline.history(first)[0]["status"] == "Completed"
@@ -424,7 +427,7 @@ def _settled_and_answered(pipeline: Pipeline, target: Target, slow_s: float) -> 
     """Two jobs due together, one of whose targets answers `slow_s` late: (when the quick one's
     outcome was recorded, when the slow target answered), as monotonic times."""
     times: dict[str, float] = {}
-    recording = pipeline.store.settle_job
+    recording = pipeline.store.executor.settle_job
 
     def settle_job(stored: Any, document: Any, history: Any) -> bool:
         if stored.id.name == "quick" and history:
@@ -436,7 +439,7 @@ def _settled_and_answered(pipeline: Pipeline, target: Target, slow_s: float) -> 
         times["slow answered"] = time.monotonic()
         return 200, b"ok", {}
 
-    pipeline.store.settle_job = settle_job  # type: ignore[method-assign]
+    pipeline.store.executor.settle_job = settle_job  # type: ignore[method-assign]
     target.answer("/quick", 200)
     target.respond("/slow", slowly)
     pipeline.put_job("quick", job_at(target, "/quick"))

@@ -40,4 +40,4 @@ def pipeline() -> Pipeline:
 
 def test_the_pipeline_here_is_the_memory_one(pipeline: Pipeline) -> None:
     assert isinstance(pipeline, MemoryPipeline)
-    assert type(pipeline.store).__name__ == "MemoryStore"
+    assert type(pipeline.store.jobs).__name__ == "JobsInMemory"

@@ -27,10 +27,10 @@ from shared.execution import worker
 from shared.storage.due_index import BUCKET, bucket_of
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently, QuotaExceeded
 from shared.storage.interface import Preconditions
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage_from_connection_string
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
-from tests.wrapped_store import WrappedStore
+from tests.wrapped_store import Wrapped, wrapping
 
 SECOND = timedelta(seconds=1)
 
@@ -98,13 +98,14 @@ def test_a_redefinition_refused_by_if_match_leaves_nothing_and_the_job_runs_as_d
 
 
 def test_a_run_now_refused_because_every_write_lost_its_race_leaves_nothing(storage: str, target: Target) -> None:
-    class LosingStore(WrappedStore):
+    class LosingJobs(Wrapped):
         """Other writers change the job every time: no write of a run-now lands."""
 
         def accept_run_now(self, *args: Any, **kwargs: Any) -> None:
             return None
 
-    pipeline = Pipeline(storage, store=LosingStore(TableStore.from_connection_string(storage)))
+    real = table_storage_from_connection_string(storage)
+    pipeline = Pipeline(storage, store=wrapping(real, jobs=LosingJobs))
     job = JobId(pipeline.collection, "contended")
     save(pipeline, job, one_off(target, "/contended", START + timedelta(minutes=10)))
     with pytest.raises(ModifiedConcurrently):

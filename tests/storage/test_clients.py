@@ -37,7 +37,7 @@ from shared.settings import (
 )  # fmt: skip
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.queue_http import QueueHttp
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 STORAGE_SCOPE = "https://storage.azure.com/.default"
@@ -118,7 +118,7 @@ def test_no_storage_setting_at_all_is_named() -> None:
 def test_tables_and_queues_work_with_the_managed_identitys_token(secure_azurite: tuple[azurite.Azurite, str]) -> None:
     emulator, ca_file = secure_azurite
     settings, credential = identity_settings(emulator), StubCredential()
-    store = TableStore(table_service(settings, credential, connection_verify=ca_file))
+    store = table_storage(table_service(settings, credential, connection_verify=ca_file))
     store.create_tables()  # the app's own tables, created as the identity
     queue = queue_client(settings, "executions", credential, connection_verify=ca_file,
                          message_encode_policy=TextBase64EncodePolicy())  # fmt: skip
@@ -151,7 +151,7 @@ def test_the_secure_azurite_refuses_a_token_that_has_expired(secure_azurite: tup
 def test_a_connection_string_builds_the_same_clients_for_azurite(storage: str) -> None:
     settings = Settings.from_environment({STORAGE: storage})
     assert settings.storage_identity is None
-    TableStore(table_service(settings)).create_tables()
+    table_storage(table_service(settings)).create_tables()
     queue = queue_client(settings, "connection-string-path")
     queue.create_queue()
     queue.send_message("attempt")

@@ -20,19 +20,19 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.counter_rows import COUNTER_SHARDS, SPARE_HEADROOM, SPARE_PLACES, Counter
 from shared.storage.errors import QuotaExceeded
-from shared.storage.interface import Preconditions, Store
+from shared.storage.interface import Preconditions, Storage
 from shared.storage.job_counting import COUNTERS_QUIET_FOR
 from shared.storage.jobs import JOBS_TABLE
 from shared.storage.keys import COUNTER_PREFIX, jobs_partition
-from shared.storage.table_store import TableStore
+from shared.storage.table_store import table_storage, table_storage_from_connection_string
 
 WRITERS = 8
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 
 @pytest.fixture(scope="module")
-def store(storage: str) -> Store:
-    connected = TableStore.from_connection_string(storage)
+def store(storage: str) -> Storage:
+    connected = table_storage_from_connection_string(storage)
     connected.create_tables()
     return connected
 
@@ -56,20 +56,20 @@ def in_parallel(work: Callable[[int], None]) -> None:
 
 
 def create(
-    store: Store, job: JobId, max_jobs: int | None = None, now: datetime | None = None
+    store: Storage, job: JobId, max_jobs: int | None = None, now: datetime | None = None
 ) -> bool:
     """Save the job; whether it was created (rather than replaced)."""
-    _, created = store.save_job(
-        job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=max_jobs, now=now
+    _, created = store.jobs.save_job(
+        job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), max_jobs=max_jobs, now=now
     )
     return created
 
 
-def count(store: Store, collection: CollectionId) -> int:
-    return store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+def count(store: Storage, collection: CollectionId) -> int:
+    return store.jobs.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
 
 
-def fill_racing(stores: list[Store], collection: CollectionId, max_jobs: int) -> list[int]:
+def fill_racing(stores: list[Storage], collection: CollectionId, max_jobs: int) -> list[int]:
     """WRITERS creators, each on one of `stores`, try 6 jobs each; the refusals."""
     refused: list[int] = []
 
@@ -89,25 +89,25 @@ def fill_racing(stores: list[Store], collection: CollectionId, max_jobs: int) ->
     [20, 5, COUNTER_SHARDS + 1],
     ids=["more-jobs-than-stripes", "fewer-jobs-than-stripes-as-free", "one-stripe-with-two"],
 )
-def test_racing_creators_fill_the_quota_exactly_and_no_more(store: Store, max_jobs: int) -> None:
+def test_racing_creators_fill_the_quota_exactly_and_no_more(store: Storage, max_jobs: int) -> None:
     collection = new_collection("exact")
     refused = fill_racing([store], collection, max_jobs)
-    assert len(store.jobs(collection)) == max_jobs
+    assert len(store.jobs.jobs(collection)) == max_jobs
     assert count(store, collection) == max_jobs
     assert len(refused) == WRITERS * 6 - max_jobs
 
 
 def test_creators_in_two_processes_share_the_quota_exactly(storage: str) -> None:
     # Two stores remember counter rows separately, as two worker processes do.
-    stores = [TableStore.from_connection_string(storage) for _ in range(2)]
+    stores = [table_storage_from_connection_string(storage) for _ in range(2)]
     collection = new_collection("two-processes")
     refused = fill_racing(stores, collection, 30)
-    assert len(stores[0].jobs(collection)) == 30
+    assert len(stores[0].jobs.jobs(collection)) == 30
     assert count(stores[1], collection) == 30
     assert len(refused) == WRITERS * 6 - 30
 
 
-def test_creators_racing_for_one_name_count_it_once(store: Store) -> None:
+def test_creators_racing_for_one_name_count_it_once(store: Storage) -> None:
     collection = new_collection("one-name")
     job = JobId(collection, "contested")
     created: list[bool] = []
@@ -122,32 +122,32 @@ def test_creators_racing_for_one_name_count_it_once(store: Store) -> None:
 
 
 def test_a_collection_counted_in_the_eight_rows_of_before_fills_to_its_quota(
-    storage: str, store: Store, jobs_table: TableClient
+    storage: str, store: Storage, jobs_table: TableClient
 ) -> None:
     # Before the stripes had allotments, 12 jobs could all be counted in one of eight rows.
     collection = new_collection("before")
     for n in range(12):  # a quota this tight leaves no spare places behind (see below)
         create(store, JobId(collection, f"old-{n}"), max_jobs=12)
     partition = jobs_partition(collection)
-    for row in store.job_slot(JobId(collection, "any"), counted=True).counters:
+    for row in store.jobs.job_slot(JobId(collection, "any"), counted=True).counters:
         jobs_table.delete_entity(partition, row)
     jobs_table.upsert_entity({"PartitionKey": partition, "RowKey": f"{COUNTER_PREFIX}3", "Jobs": 12})
-    fresh = TableStore.from_connection_string(storage)  # a process that never saw the old rows
+    fresh = table_storage_from_connection_string(storage)  # a process that never saw the old rows
     refused = fill_racing([fresh], collection, 20)
-    assert len(store.jobs(collection)) == 20
+    assert len(store.jobs.jobs(collection)) == 20
     assert count(store, collection) == 20
     assert len(refused) == WRITERS * 6 - 8
 
 
 def test_a_place_lost_in_a_crash_is_won_back_once_the_counters_are_quiet(
-    store: Store, jobs_table: TableClient
+    store: Storage, jobs_table: TableClient
 ) -> None:
     collection = new_collection("crash")
     for n in range(3):
         create(store, JobId(collection, f"job-{n}"), max_jobs=4)
     # A creator counted a fourth job and died before inserting it.
     row = f"{COUNTER_PREFIX}{COUNTER_SHARDS - 1}"
-    before = store.job_slot(JobId(collection, "any"), counted=True).counters.get(row)
+    before = store.jobs.job_slot(JobId(collection, "any"), counted=True).counters.get(row)
     jobs = (before or Counter(0, None)).jobs + 1
     jobs_table.upsert_entity({"PartitionKey": jobs_partition(collection), "RowKey": row, "Jobs": jobs})
     assert count(store, collection) == 4
@@ -161,7 +161,7 @@ def test_a_place_lost_in_a_crash_is_won_back_once_the_counters_are_quiet(
     # Once no one has written the counters for long enough, the refused creator recounts.
     later = written + COUNTERS_QUIET_FOR + timedelta(seconds=1)
     assert create(store, JobId(collection, "later"), max_jobs=4, now=later)
-    assert len(store.jobs(collection)) == 4
+    assert len(store.jobs.jobs(collection)) == 4
     assert count(store, collection) == 4
     with pytest.raises(QuotaExceeded):
         create(store, JobId(collection, "one-too-many"), max_jobs=4, now=later)
@@ -173,35 +173,35 @@ def test_a_warm_create_writes_its_counter_row_and_its_job_and_reads_nothing(stor
     def hook(request: Any) -> None:
         seen.append(request.http_request.method)
 
-    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = table_storage(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("calls")
     for n in range(3):
         create(store, JobId(collection, f"warm-{n}"), max_jobs=100)
     job = JobId(collection, "counted")
-    slot = store.job_slot(job)
+    slot = store.jobs.job_slot(job)
     seen.clear()
-    store.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=100)
+    store.jobs.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=100)
     # The job inserted (POST) and one counter row written (PUT, or POST for its first job).
     assert len(seen) == 2 and "GET" not in seen
     seen.clear()
-    store.save_job(job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=100)
+    store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), max_jobs=100)
     assert seen == ["GET", "PUT"]  # a replace: the job read and written, no counter touched
 
 
-def _written_at(store: Store, collection: CollectionId) -> dict[str, datetime]:
-    counters = store.job_slot(JobId(collection, "any"), counted=True).counters
+def _written_at(store: Storage, collection: CollectionId) -> dict[str, datetime]:
+    counters = store.jobs.job_slot(JobId(collection, "any"), counted=True).counters
     return {row: c.written_at for row, c in counters.items() if c.written_at is not None}
 
 
 def test_a_lowered_quota_is_filled_exactly_from_rows_that_counted_under_the_higher_one(
-    store: Store,
+    store: Storage,
 ) -> None:
     collection = new_collection("lowered")
     for n in range(20):
         create(store, JobId(collection, f"first-{n}"), max_jobs=40)
     refused = fill_racing([store], collection, 30)
-    assert len(store.jobs(collection)) == 30
+    assert len(store.jobs.jobs(collection)) == 30
     assert count(store, collection) == 30
     assert len(refused) == WRITERS * 6 - 10
 
@@ -214,23 +214,23 @@ def test_a_create_takes_a_spare_place_of_its_process_without_a_counter_write(
     def hook(request: Any) -> None:
         seen.append(f"{request.http_request.method} {request.http_request.body!r}")
 
-    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = table_storage(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("spare")
     create(store, JobId(collection, "first"), max_jobs=1000)  # counted with spares beside it
     job = JobId(collection, "second")
-    slot = store.job_slot(job)
+    slot = store.jobs.job_slot(job)
     seen.clear()
-    store.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=1000)
+    store.jobs.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=1000)
     assert len(seen) == 1 and seen[0].startswith("POST") and "second" in seen[0]
     assert count(store, collection) == 2  # its own spare places are not jobs
 
 
 def test_spare_places_left_unused_go_back(storage: str) -> None:
-    store = TableStore.from_connection_string(storage, spares_kept_for_s=0.2)
+    store = table_storage_from_connection_string(storage, spares_kept_for_s=0.2)
     collection = new_collection("unused")
     create(store, JobId(collection, "only"), max_jobs=1000)
-    other_process = TableStore.from_connection_string(storage)
+    other_process = table_storage_from_connection_string(storage)
     assert count(other_process, collection) == 1 + SPARE_PLACES
     assert count(store, collection) == 1
     deadline = time.monotonic() + 10
@@ -246,16 +246,16 @@ def test_no_spare_place_is_taken_within_the_headroom_of_the_quota(storage: str) 
     def hook(request: Any) -> None:
         seen.append(f"{request.http_request.method} {request.http_request.url}")
 
-    store = TableStore(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
+    store = table_storage(TableServiceClient.from_connection_string(storage, raw_request_hook=hook))
     store.create_tables()
     collection = new_collection("headroom")
     near = SPARE_HEADROOM + SPARE_PLACES  # a first create with spares would leave too little
     create(store, JobId(collection, "first"), max_jobs=near)  # reads the counter rows
     for n in range(3):
         job = JobId(collection, f"job-{n}")
-        slot = store.job_slot(job)
+        slot = store.jobs.job_slot(job)
         seen.clear()
-        store.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=near)
+        store.jobs.save_job(job, DOCUMENT, Preconditions(), slot, max_jobs=near)
         assert len(seen) == 2, seen  # the job and a counter row, every time
-    other_process = TableStore.from_connection_string(storage)
+    other_process = table_storage_from_connection_string(storage)
     assert count(other_process, collection) == 4

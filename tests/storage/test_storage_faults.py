@@ -24,8 +24,8 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.clients import tables_from_connection_string
 from shared.storage.errors import QuotaExceeded
-from shared.storage.interface import Preconditions, Store
-from shared.storage.table_store import TableStore
+from shared.storage.interface import Preconditions, Storage
+from shared.storage.table_store import table_storage
 from tests.fault_proxy import FaultProxy, before
 
 TABLE = "faults"
@@ -141,19 +141,19 @@ def test_a_busy_service_is_retried_after_its_retry_after(proxy: FaultProxy, dire
 # --- the quota (issue 42's finding) ------------------------------------------------------
 
 
-def sdk_store(proxy: FaultProxy) -> Store:
+def sdk_store(proxy: FaultProxy) -> Storage:
     """A store on the SDK's TableServiceClient through the proxy: its retries send a lost insert
     again, as the finding's client did."""
     service = TableServiceClient.from_connection_string(
         proxy.connection_string(), retry_backoff_factor=0.01
     )
-    store = TableStore(service)
+    store = table_storage(service)
     store.create_tables()
     return store
 
 
-def own_store(proxy: FaultProxy) -> Store:
-    return TableStore(tables_from_connection_string(proxy.connection_string()))
+def own_store(proxy: FaultProxy) -> Storage:
+    return table_storage(tables_from_connection_string(proxy.connection_string()))
 
 
 def job_inserts(method: str, path: str, body: bytes) -> bool:
@@ -172,15 +172,15 @@ def test_a_job_insert_whose_answer_was_lost_keeps_the_free_quota_exact(
         job = JobId(collection, f"job-{n}")
         proxy.fail_next("timed_out", job_inserts)  # every insert applied, its answer lost
         try:
-            _, was_created = store.save_job(
-                job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=FREE_QUOTA
+            _, was_created = store.jobs.save_job(
+                job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), max_jobs=FREE_QUOTA
             )
         except QuotaExceeded:
             continue
         created.append(was_created)
-    assert len(store.jobs(collection)) == FREE_QUOTA
+    assert len(store.jobs.jobs(collection)) == FREE_QUOTA
     assert created == [True] * FREE_QUOTA
-    counted = store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    counted = store.jobs.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
     assert counted == FREE_QUOTA
 
 
@@ -199,14 +199,14 @@ def test_a_job_insert_batched_with_its_collections_mark_whose_answer_was_lost_co
     body = CollectionBody.model_validate(
         {"location": "westeurope", "properties": {"sku": {"name": "Free"}}}
     )
-    within, _ = store.save_collection(collection, CollectionDocument.created(body), Preconditions())
+    within, _ = store.collections.save_collection(collection, CollectionDocument.created(body), Preconditions())
     created, sent_before = [], len(proxy.seen)
     for n in range(FREE_QUOTA + 2):
         job = JobId(collection, f"job-{n}")
         proxy.fail_next("timed_out", batches)  # the batch applied, its answer lost
         try:
-            _, was_created = store.save_job(
-                job, DOCUMENT, Preconditions(), store.job_slot(job), max_jobs=FREE_QUOTA,
+            _, was_created = store.jobs.save_job(
+                job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), max_jobs=FREE_QUOTA,
                 within=within,
             )  # fmt: skip
         except QuotaExceeded:
@@ -214,6 +214,6 @@ def test_a_job_insert_batched_with_its_collections_mark_whose_answer_was_lost_co
         created.append(was_created)
     assert created == [True] * FREE_QUOTA
     assert sum("$batch" in each.path for each in proxy.seen[sent_before:]) >= FREE_QUOTA
-    assert len(store.jobs(collection)) == FREE_QUOTA
-    counted = store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    assert len(store.jobs.jobs(collection)) == FREE_QUOTA
+    counted = store.jobs.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
     assert counted == FREE_QUOTA

@@ -175,12 +175,12 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     """Collections created before incarnation marks: a creator reads the collection again
     after its insert (one request more), and a deletion meanwhile withdraws the job."""
     services, requests = recorded
-    store = services.store
+    store = services.storage
     collection = CollectionId(SUBSCRIPTION, GROUP, f"old-{uuid.uuid4().hex[:8]}")
     body = CollectionBody.model_validate(
         {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}
     )
-    stored, _ = store.save_collection(collection, CollectionDocument.created(body), Preconditions())
+    stored, _ = store.collections.save_collection(collection, CollectionDocument.created(body), Preconditions())
     _jobs_table(services).delete_entity(
         jobs_partition(collection), incarnation_row(stored.incarnation)
     )
@@ -191,7 +191,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     services.scheduling.save_definition(JobId(collection, "kept"), definition, now)
     sent = requests.of_this_thread(before)
     assert sent.count("GET jobcollections") == 2 and "POST $batch" in sent, sent
-    assert store.job(JobId(collection, "kept")) is not None
+    assert store.jobs.job(JobId(collection, "kept")) is not None
     before = requests.count  # found without a mark once: the next insert goes alone at once
     services.scheduling.save_definition(JobId(collection, "next"), definition, now)
     sent = requests.of_this_thread(before)
@@ -199,7 +199,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     # Deleted between a creator's read of it and its insert: the job does not outlive it.
     for marked in (False, True):
         collection = CollectionId(SUBSCRIPTION, GROUP, f"gone-{marked}-{uuid.uuid4().hex[:8]}")
-        stored, _ = store.save_collection(
+        stored, _ = store.collections.save_collection(
             collection, CollectionDocument.created(body), Preconditions()
         )
         if not marked:
@@ -207,10 +207,10 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
                 jobs_partition(collection), incarnation_row(stored.incarnation)
             )
         job = JobId(collection, "late")
-        slot = store.job_slot(job)
-        store.delete_collection(collection, Preconditions())
+        slot = store.jobs.job_slot(job)
+        store.collections.delete_collection(collection, Preconditions())
         with pytest.raises(NotFound):
-            store.save_job(
+            store.jobs.save_job(
                 job,
                 JobDocument(definition_json, now),
                 Preconditions(),
@@ -218,7 +218,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
                 now=now,
                 within=stored,
             )
-        assert store.jobs(collection) == [], f"marked={marked}"
+        assert store.jobs.jobs(collection) == [], f"marked={marked}"
 
 
 def _jobs_table(services: Services) -> TableClient:
@@ -282,9 +282,9 @@ def test_creates_and_replaces_racing_leave_the_due_index_and_the_counters_exact(
         thread.join(timeout=240)
     assert not any(thread.is_alive() for thread in threads)
     assert failures == []
-    stored = pipeline.store.jobs(collection)
+    stored = pipeline.store.jobs.jobs(collection)
     assert len(stored) == MAX_JOBS  # ten names were tried: the quota holds, and is filled
-    counted = pipeline.store.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    counted = pipeline.store.jobs.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
     assert counted == MAX_JOBS
     rows = pipeline.index.due(start, start + timedelta(minutes=5))
     indexed = {

@@ -41,7 +41,7 @@ from shared.storage.errors import NotFound
 from shared.storage.interface import (
     PageBounds,
     Preconditions,
-    Store,
+    Storage,
     StoredCloudService,
     StoredCollection,
     StoredJob,
@@ -56,10 +56,11 @@ _REQUEST_ID = re.compile(r"[0-9a-f]{32}")
 def list_cloud_services(request: ApiRequest, services: Services) -> ApiResponse:
     subscription = valid_subscription(request.route["subscriptionId"])
     records = {
-        stored.id.name.casefold(): stored for stored in services.store.cloud_services(subscription)
+        stored.id.name.casefold(): stored
+        for stored in services.storage.classic.cloud_services(subscription)
     }
     groups: dict[str, list[StoredCollection]] = defaultdict(list)
-    for collection in services.store.collections(subscription):
+    for collection in services.storage.collections.collections(subscription):
         groups[collection.id.resource_group.casefold()].append(collection)
     listed = []
     for key in sorted(records.keys() | groups.keys()):
@@ -69,7 +70,7 @@ def list_cloud_services(request: ApiRequest, services: Services) -> ApiResponse:
 
 def get_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
     cloud_service = _cloud_service_id(request)
-    record, collections = _existing_parts(services.store, cloud_service)
+    record, collections = _existing_parts(services.storage, cloud_service)
     shown = _cloud_service(record, collections)
     headers = {"ETag": record.etag} if record else {}
     return ApiResponse(200, bodies.document("CloudService", *shown), headers)
@@ -78,7 +79,7 @@ def get_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
 def put_cloud_service(request: ApiRequest, services: Services) -> ApiResponse:
     cloud_service = _cloud_service_id(request)
     document = bodies.cloud_service_document(cloud_service.name, request.body)
-    record, collections = _parts(services.store, cloud_service)
+    record, collections = _parts(services.storage, cloud_service)
     if record is not None or collections:
         raise CloudServiceExists(cloud_service)
     stored = services.scheduling.create_cloud_service(cloud_service, document)
@@ -89,7 +90,7 @@ def delete_cloud_service(request: ApiRequest, services: Services) -> ApiResponse
     """Delete a cloud service with every job collection in it (the legacy client's tests
     cleaned up by deleting only the cloud service)."""
     cloud_service = _cloud_service_id(request)
-    _, collections = _existing_parts(services.store, cloud_service)
+    _, collections = _existing_parts(services.storage, cloud_service)
     services.scheduling.delete_cloud_service(cloud_service, collections)
     return ApiResponse(202)
 
@@ -99,7 +100,7 @@ def delete_cloud_service(request: ApiRequest, services: Services) -> ApiResponse
 
 def check_name_availability(request: ApiRequest, services: Services) -> ApiResponse:
     cloud_service = _cloud_service_id(request)
-    _, collections = _existing_parts(services.store, cloud_service)
+    _, collections = _existing_parts(services.storage, cloud_service)
     operation, name = request.query.get("op", ""), request.query.get("resourcename")
     if operation.casefold() != "checknameavailability":
         raise InvalidRequest.because("op", "must be checknameavailability")
@@ -118,14 +119,14 @@ def check_name_availability(request: ApiRequest, services: Services) -> ApiRespo
 
 
 def get_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
-    stored = services.store.existing_collection(_collection_id(request))
+    stored = services.storage.collections.existing_collection(_collection_id(request))
     return ApiResponse(200, bodies.resource(stored.id.name, stored.document, stored.etag))
 
 
 def put_job_collection(request: ApiRequest, services: Services) -> ApiResponse:
     """Create a collection in its cloud service's region, or change the plan and quota of one."""
     collection = _collection_id(request)
-    record, collections = _existing_parts(services.store, collection.cloud_service)
+    record, collections = _existing_parts(services.storage, collection.cloud_service)
     properties = bodies.collection_body(request.body)
     previous = _named(collections, collection)
     if previous is None:
@@ -157,15 +158,15 @@ def delete_job_collection(request: ApiRequest, services: Services) -> ApiRespons
 
 
 def list_jobs(request: ApiRequest, services: Services) -> ApiResponse:
-    collection = services.store.existing_collection(_collection_id(request))
+    collection = services.storage.collections.existing_collection(_collection_id(request))
     state = equality_filter(request.query.get("$filter"), "state", JobState)
     skip, top = page_bounds(request.query)
-    found = services.store.jobs(collection.id, state)[skip : skip + top]
+    found = services.storage.jobs.jobs(collection.id, state)[skip : skip + top]
     return ApiResponse(200, [_job(stored) for stored in found])
 
 
 def get_job(request: ApiRequest, services: Services) -> ApiResponse:
-    stored = services.store.existing_job(_job_id(request))
+    stored = services.storage.jobs.existing_job(_job_id(request))
     return ApiResponse(200, _job(stored))
 
 
@@ -183,7 +184,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     """Change a job (JSON merge patch); the Java client's change of state sends only `state`
     and the reason for it (`stateDetails`)."""
     job = _job_id(request)
-    slot = services.store.job_slot(job)
+    slot = services.storage.jobs.job_slot(job)
     if slot.current is None:
         raise NotFound(job)
     patch, reason = job_fields(request.json_body())
@@ -220,10 +221,10 @@ def delete_job(request: ApiRequest, services: Services) -> ApiResponse:
 
 def list_history(request: ApiRequest, services: Services) -> ApiResponse:
     """A job's executions, newest first."""
-    job = services.store.existing_job(_job_id(request)).id
+    job = services.storage.jobs.existing_job(_job_id(request)).id
     status = equality_filter(request.query.get("$filter"), "status", HistoryStatus)
     skip, top = page_bounds(request.query)
-    entries, _ = services.store.history_page(job, PageBounds(top, skip=skip), status)
+    entries, _ = services.storage.history.page(job, PageBounds(top, skip=skip), status)
     return ApiResponse(200, [classic_history_entry(job.name, *entry) for entry in entries])
 
 
@@ -236,7 +237,7 @@ def get_operation_status(request: ApiRequest, services: Services) -> ApiResponse
     request_id = given.replace("-", "").lower()
     if not (
         _REQUEST_ID.fullmatch(request_id)
-        and services.store.operation_recorded(subscription, request_id)
+        and services.storage.classic.operation_recorded(subscription, request_id)
     ):
         raise OperationNotFound(given)
     return ApiResponse(200, bodies.operation(request_id))
@@ -260,18 +261,18 @@ def _job(stored: StoredJob) -> JsonObject:
 
 
 def _parts(
-    store: Store, cloud_service: CloudServiceId
+    storage: Storage, cloud_service: CloudServiceId
 ) -> tuple[StoredCloudService | None, list[StoredCollection]]:
     """A cloud service's own record (if any) and the job collections in it."""
-    collections = store.collections(cloud_service.subscription, cloud_service.name)
-    return store.cloud_service(cloud_service), collections
+    collections = storage.collections.collections(cloud_service.subscription, cloud_service.name)
+    return storage.classic.cloud_service(cloud_service), collections
 
 
 def _existing_parts(
-    store: Store, cloud_service: CloudServiceId
+    storage: Storage, cloud_service: CloudServiceId
 ) -> tuple[StoredCloudService | None, list[StoredCollection]]:
     """As `_parts`, or NotFound when there is neither a record nor a collection."""
-    record, collections = _parts(store, cloud_service)
+    record, collections = _parts(storage, cloud_service)
     if record is None and not collections:
         raise NotFound(cloud_service)
     return record, collections

@@ -1,5 +1,6 @@
-"""The stores the conformance suite holds to one contract: the in-memory one, and TableStore on
-the session's Azurite (marked `services`, so `make test-fast` runs only the first)."""
+"""The storage the conformance suite holds to one contract, aggregate by aggregate (a module
+each): the aggregates in memory, and those on Table Storage on the session's Azurite (marked
+`services`, so `make test-fast` runs only the first)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,20 @@ import pytest
 from shared.domain.collection import CollectionBody
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
-from shared.storage.interface import Preconditions, Store, StoredCollection
-from shared.storage.memory_store import MemoryStore
-from shared.storage.table_store import TableStore
+from shared.storage.interface import Preconditions, Storage, StoredCollection
+from shared.storage.memory_store import memory_storage
+from shared.storage.table_store import table_storage_from_connection_string
 
-_TABLE_STORES: dict[str, TableStore] = {}
+_TABLE_STORES: dict[str, Storage] = {}
 
 
 @pytest.fixture(params=["memory", pytest.param("table", marks=pytest.mark.services)])
-def store(request: pytest.FixtureRequest) -> Store:
+def store(request: pytest.FixtureRequest) -> Storage:
     if request.param == "memory":
-        return MemoryStore()
+        return memory_storage()
     connection: str = request.getfixturevalue("storage")
     if connection not in _TABLE_STORES:
-        _TABLE_STORES[connection] = TableStore.from_connection_string(connection)
+        _TABLE_STORES[connection] = table_storage_from_connection_string(connection)
         _TABLE_STORES[connection].create_tables()
     return _TABLE_STORES[connection]
 
@@ -32,6 +33,11 @@ def store(request: pytest.FixtureRequest) -> Store:
 def collection_document(sku: str = "Standard") -> CollectionDocument:
     body = {"location": "westeurope", "properties": {"sku": {"name": sku}}}
     return CollectionDocument.created(CollectionBody.model_validate(body))
+
+
+def entry(status: str, note: str = "") -> dict[str, object]:
+    """A history entry, with something nested to show that it is stored as JSON."""
+    return {"status": status, "message": note, "nested": {"list": [1, 2]}}
 
 
 @pytest.fixture
@@ -45,6 +51,6 @@ def new_id() -> Callable[[], CollectionId]:
 
 
 @pytest.fixture
-def collection(store: Store, new_id: Callable[[], CollectionId]) -> StoredCollection:
-    stored, _ = store.save_collection(new_id(), collection_document(), Preconditions())
+def collection(store: Storage, new_id: Callable[[], CollectionId]) -> StoredCollection:
+    stored, _ = store.collections.save_collection(new_id(), collection_document(), Preconditions())
     return stored

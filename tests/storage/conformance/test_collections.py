@@ -12,35 +12,35 @@ import pytest
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import EtagMismatch, NotFound
-from shared.storage.interface import Preconditions, Store, StoredCollection
+from shared.storage.interface import Preconditions, Storage, StoredCollection
 from tests.storage.conformance.conftest import collection_document
 
 DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
 
 
 def test_a_collection_is_none_or_not_found_until_saved(
-    store: Store, new_id: Callable[[], CollectionId]
+    store: Storage, new_id: Callable[[], CollectionId]
 ) -> None:
     missing = new_id()
-    assert store.collection(missing) is None
+    assert store.collections.collection(missing) is None
     with pytest.raises(NotFound):
-        store.existing_collection(missing)
+        store.collections.existing_collection(missing)
 
 
 def test_a_replace_keeps_names_case_and_incarnation_and_changes_the_etag(
-    store: Store, collection: StoredCollection
+    store: Storage, collection: StoredCollection
 ) -> None:
     shouted = CollectionId(
         collection.id.subscription, collection.id.resource_group.upper(), collection.id.name.upper()
     )
-    replaced, created = store.save_collection(
+    replaced, created = store.collections.save_collection(
         shouted, collection_document("P10Premium"), Preconditions(if_match=collection.etag)
     )
     assert not created
     assert replaced.etag != collection.etag
     assert replaced.incarnation == collection.incarnation != ""
     assert replaced.id == collection.id  # the case it was created with
-    read = store.existing_collection(shouted)
+    read = store.collections.existing_collection(shouted)
     assert (read.etag, read.id) == (replaced.etag, collection.id)
     assert read.document == replaced.document != collection.document
 
@@ -51,95 +51,95 @@ def test_a_replace_keeps_names_case_and_incarnation_and_changes_the_etag(
     ids=["stale-if-match", "if-none-match-star"],
 )
 def test_a_replace_refused_by_its_preconditions_changes_nothing(
-    store: Store, collection: StoredCollection, preconditions: Preconditions
+    store: Storage, collection: StoredCollection, preconditions: Preconditions
 ) -> None:
     with pytest.raises(EtagMismatch):
-        store.save_collection(collection.id, collection_document("P10Premium"), preconditions)
-    assert store.existing_collection(collection.id) == collection
+        store.collections.save_collection(collection.id, collection_document("P10Premium"), preconditions)
+    assert store.collections.existing_collection(collection.id) == collection
 
 
 def test_if_match_on_a_missing_collection_is_refused(
-    store: Store, new_id: Callable[[], CollectionId]
+    store: Storage, new_id: Callable[[], CollectionId]
 ) -> None:
     missing = new_id()
     with pytest.raises(EtagMismatch):
-        store.save_collection(missing, collection_document(), Preconditions(if_match="*"))
+        store.collections.save_collection(missing, collection_document(), Preconditions(if_match="*"))
     with pytest.raises(EtagMismatch):
-        store.delete_collection(missing, Preconditions(if_match="*"))
-    assert store.collection(missing) is None
+        store.collections.delete_collection(missing, Preconditions(if_match="*"))
+    assert store.collections.collection(missing) is None
 
 
-def test_listings_are_in_key_order_and_by_resource_group(store: Store) -> None:
+def test_listings_are_in_key_order_and_by_resource_group(store: Storage) -> None:
     subscription = f"conformance-list-{uuid.uuid4().hex[:10]}"
     names = [("b-group", "Zeta"), ("a-group", "beta"), ("a-group", "Alpha"), ("a-groupx", "c")]
     for group, name in names:
-        store.save_collection(
+        store.collections.save_collection(
             CollectionId(subscription, group, name), collection_document(), Preconditions()
         )
-    listed = [(c.id.resource_group, c.id.name) for c in store.collections(subscription)]
+    listed = [(c.id.resource_group, c.id.name) for c in store.collections.collections(subscription)]
     assert listed == [("a-group", "Alpha"), ("a-group", "beta"), ("a-groupx", "c"), ("b-group", "Zeta")]
-    in_group = [c.id.name for c in store.collections(subscription, "A-GROUP")]
+    in_group = [c.id.name for c in store.collections.collections(subscription, "A-GROUP")]
     assert in_group == ["Alpha", "beta"]
-    everywhere = {c.id for c in store.all_collections() if c.id.subscription == subscription}
+    everywhere = {c.id for c in store.collections.all_collections() if c.id.subscription == subscription}
     assert everywhere == {CollectionId(subscription, group, name) for group, name in names}
     for group, name in names:
-        assert store.delete_collection(CollectionId(subscription, group, name), Preconditions())
+        assert store.collections.delete_collection(CollectionId(subscription, group, name), Preconditions())
 
 
 def test_a_deletion_takes_jobs_history_and_state_and_a_new_incarnation_starts_empty(
-    store: Store, collection: StoredCollection
+    store: Storage, collection: StoredCollection
 ) -> None:
     job = JobId(collection.id, "job")
-    store.save_job(job, DOCUMENT, Preconditions(), store.job_slot(job))
-    store.add_history(job, [("0001", {"status": "Completed"})])
-    store.set_collection_state(collection.id, "Enabled")
+    store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job))
+    store.history.add(job, [("0001", {"status": "Completed"})])
+    store.executor.set_collection_state(collection.id, "Enabled")
     with pytest.raises(EtagMismatch):
-        store.delete_collection(collection.id, Preconditions(if_match='W/"stale"'))
-    assert store.job(job) is not None
-    assert store.delete_collection(collection.id, Preconditions(if_match=collection.etag))
-    assert not store.delete_collection(collection.id, Preconditions())
-    assert store.collection(collection.id) is None
-    assert store.job(job) is None
-    assert store.history(job) == []
-    assert store.collection_state(collection.id) is None
-    again, created = store.save_collection(collection.id, collection_document(), Preconditions())
+        store.collections.delete_collection(collection.id, Preconditions(if_match='W/"stale"'))
+    assert store.jobs.job(job) is not None
+    assert store.collections.delete_collection(collection.id, Preconditions(if_match=collection.etag))
+    assert not store.collections.delete_collection(collection.id, Preconditions())
+    assert store.collections.collection(collection.id) is None
+    assert store.jobs.job(job) is None
+    assert store.history.entries(job) == []
+    assert store.executor.collection_state(collection.id) is None
+    again, created = store.collections.save_collection(collection.id, collection_document(), Preconditions())
     assert created
     assert again.incarnation != collection.incarnation
-    assert store.jobs(again.id) == []
+    assert store.jobs.jobs(again.id) == []
 
 
 def test_a_new_incarnation_sweeps_stragglers_but_keeps_the_recorded_state(
-    store: Store, new_id: Callable[[], CollectionId]
+    store: Storage, new_id: Callable[[], CollectionId]
 ) -> None:
     collection = new_id()
     straggler = JobId(collection, "straggler")
-    store.set_collection_state(collection, "Suspended")
-    store.save_job(straggler, DOCUMENT, Preconditions(), store.job_slot(straggler))
-    store.add_history(straggler, [("0001", {"status": "Completed"})])
-    _, created = store.save_collection(collection, collection_document(), Preconditions())
+    store.executor.set_collection_state(collection, "Suspended")
+    store.jobs.save_job(straggler, DOCUMENT, Preconditions(), store.jobs.job_slot(straggler))
+    store.history.add(straggler, [("0001", {"status": "Completed"})])
+    _, created = store.collections.save_collection(collection, collection_document(), Preconditions())
     assert created
-    assert store.job(straggler) is None
-    assert store.history(straggler) == []
-    assert store.collection_state(collection) == "Suspended"
-    assert store.job_slot(JobId(collection, "x"), counted=True).jobs_in_collection == 0
+    assert store.jobs.job(straggler) is None
+    assert store.history.entries(straggler) == []
+    assert store.executor.collection_state(collection) == "Suspended"
+    assert store.jobs.job_slot(JobId(collection, "x"), counted=True).jobs_in_collection == 0
 
 
 def test_a_job_created_within_a_deleted_collection_is_not_kept(
-    store: Store, collection: StoredCollection
+    store: Storage, collection: StoredCollection
 ) -> None:
-    store.delete_collection(collection.id, Preconditions())
+    store.collections.delete_collection(collection.id, Preconditions())
     job = JobId(collection.id, "late")
     with pytest.raises(NotFound) as refused:
-        store.save_job(job, DOCUMENT, Preconditions(), store.job_slot(job), within=collection)
+        store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=collection)
     assert refused.value.resource == collection.id
-    assert store.job(job) is None
+    assert store.jobs.job(job) is None
     # Nor within a collection of the same name created anew (another incarnation).
-    store.save_collection(collection.id, collection_document(), Preconditions())
+    store.collections.save_collection(collection.id, collection_document(), Preconditions())
     with pytest.raises(NotFound):
-        store.save_job(job, DOCUMENT, Preconditions(), store.job_slot(job), within=collection)
-    assert store.job(job) is None
-    current = store.existing_collection(collection.id)
-    stored, created = store.save_job(
-        job, DOCUMENT, Preconditions(), store.job_slot(job), within=replace(current)
+        store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=collection)
+    assert store.jobs.job(job) is None
+    current = store.collections.existing_collection(collection.id)
+    stored, created = store.jobs.save_job(
+        job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=replace(current)
     )
-    assert created and store.job(job) == stored
+    assert created and store.jobs.job(job) == stored
