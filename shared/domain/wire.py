@@ -47,6 +47,11 @@ SdkAnswer = Any
 TableEntity or Row, a write's metadata dict): read by key (`metadata["etag"]`, an entity's
 properties) by code that runs on either, so no one Python type covers both."""
 
+SdkOption = Any
+"""A keyword option of an Azure SDK client (a transport, a request hook, an encode policy, a CA
+bundle), passed on to the client as given: each SDK types its own, and its constructors take
+them as keywords of many types."""
+
 
 class WireEnum(enum.StrEnum):
     """An enum whose values are read in any case and written in the service's own spelling."""

@@ -48,7 +48,7 @@ from shared.storage.table_entities import (
     substituted,
 )
 from shared.storage.table_entities import (
-    Row as Row,  # where the storage modules have always found it
+    Row,
 )
 
 JSON_MINIMAL = "application/json;odata=minimalmetadata"
