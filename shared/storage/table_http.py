@@ -42,13 +42,11 @@ from shared.storage.storage_http import (
 )
 from shared.storage.table_entities import (
     Entity,
+    Row,
     WriteMetadata,
     entity_json,
     row_from_json,
     substituted,
-)
-from shared.storage.table_entities import (
-    Row,
 )
 
 JSON_MINIMAL = "application/json;odata=minimalmetadata"
