@@ -16,12 +16,15 @@ CURL_CA_BUNDLE) unless the options name one.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 import requests
 from azure.core.pipeline.transport import RequestsTransport
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
+
+from shared.domain.wire import SdkOption
 
 # The most calls one process has under way at once: the executor's delivery threads
 # (shared/execution/worker.py says why this many). Every pool of outbound connections, storage's
@@ -31,7 +34,14 @@ from urllib3.util.retry import Retry
 CALLS_AT_ONCE = 128
 
 
-def with_pooled_transport(endpoint: str, options: dict[str, Any]) -> dict[str, Any]:
+class EnvironmentSettings(TypedDict):
+    """What requests reads from the environment for one endpoint, of what the clients use."""
+
+    proxies: dict[str, str]
+    verify: str | bool
+
+
+def with_pooled_transport(endpoint: str, options: Mapping[str, SdkOption]) -> dict[str, SdkOption]:
     """A client's `options` for `endpoint`, with a transport that keeps up to CALLS_AT_ONCE
     connections open. The transport takes the client's options, as the SDK's own default
     transport does (`connection_verify`, timeouts)."""
@@ -49,9 +59,13 @@ def with_pooled_transport(endpoint: str, options: dict[str, Any]) -> dict[str, A
     return {**options, "transport": transport, "proxies": environment["proxies"] or None}
 
 
-def environment_settings(endpoint: str) -> dict[str, Any]:
+def environment_settings(endpoint: str) -> EnvironmentSettings:
     """What requests would take from the environment for `endpoint`, read once: its `proxies`
     (NO_PROXY counts) and `verify` (a CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE,
     else True)."""
     with requests.Session() as probe:
-        return dict(probe.merge_environment_settings(endpoint, {}, None, None, None))
+        found = probe.merge_environment_settings(endpoint, {}, None, None, None)
+    verify = found["verify"]
+    return EnvironmentSettings(
+        proxies=dict(found["proxies"]), verify=True if verify is None else verify
+    )

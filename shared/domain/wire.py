@@ -33,6 +33,25 @@ schema, an ARM template and the values given for it. Only for those: a record th
 and reads itself (a plan, an outcome, a view the console reads, rrule's arguments) gets a real
 type instead (a wire model, a dataclass, a TypedDict)."""
 
+JsonValue = Any
+"""Any JSON value, as json.loads gives it: an HTTP body or a part of one before code that knows
+its shape reads it (a Table Storage answer, a queue message's text)."""
+
+EntityValue = Any
+"""One property of a Table Storage entity, as Table Storage's JSON gives it once its Edm type is
+applied: str, bool, int, float, datetime or bytes. Each storage module reads a property as the
+type it wrote there, so this stays open rather than a union every reader would narrow again."""
+
+SdkAnswer = Any
+"""What an Azure SDK client answers, or this project's own client standing in for it (a table's
+TableEntity or Row, a write's metadata dict): read by key (`metadata["etag"]`, an entity's
+properties) by code that runs on either, so no one Python type covers both."""
+
+SdkOption = Any
+"""A keyword option of an Azure SDK client (a transport, a request hook, an encode policy, a CA
+bundle), passed on to the client as given: each SDK types its own, and its constructors take
+them as keywords of many types."""
+
 
 class WireEnum(enum.StrEnum):
     """An enum whose values are read in any case and written in the service's own spelling."""

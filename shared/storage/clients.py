@@ -9,12 +9,13 @@ Locally, Azurite takes the connection string.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.core.utils import parse_connection_string
-from azure.data.tables import TableServiceClient
+from azure.data.tables import TableClient, TableServiceClient
 
+from shared.domain.wire import SdkOption
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
 from shared.storage.queue_http import Base64Text, QueueHttp, QueueLike
 from shared.storage.storage_http import (
@@ -52,12 +53,12 @@ class TableAccount:
     def get_table_client(self, table_name: str) -> TableHttp:
         return TableHttp(self._endpoint, table_name)
 
-    def create_table(self, table_name: str) -> Any:
+    def create_table(self, table_name: str) -> TableClient:
         return self._service.create_table(table_name)
 
 
 def table_service(
-    settings: Settings, credential: TokenCredential | None = None, **options: Any
+    settings: Settings, credential: TokenCredential | None = None, **options: SdkOption
 ) -> TableAccount | TableServiceClient:
     """`options`: the SDK client's (for creating tables); of them, `raw_request_hook` (called
     on every try of every request) and `connection_verify` (a CA bundle) serve every request.
@@ -80,7 +81,7 @@ def table_service(
     return service if sdk else _account(service, BearerTokens(credential), options)
 
 
-def tables_from_connection_string(connection: str, **options: Any) -> TableAccount:
+def tables_from_connection_string(connection: str, **options: SdkOption) -> TableAccount:
     endpoint = TableServiceClient.from_connection_string(connection).url
     service = TableServiceClient.from_connection_string(
         connection, **with_pooled_transport(endpoint, options)
@@ -92,7 +93,9 @@ def tables_from_connection_string(connection: str, **options: Any) -> TableAccou
 
 
 def _account(
-    service: TableServiceClient, signer: TableSharedKeyLite | BearerTokens, options: dict[str, Any]
+    service: TableServiceClient,
+    signer: TableSharedKeyLite | BearerTokens,
+    options: dict[str, SdkOption],
 ) -> TableAccount:
     http = StorageEndpoint(
         service.url,
@@ -104,7 +107,7 @@ def _account(
 
 
 def queue_client(
-    settings: Settings, queue: str, credential: TokenCredential | None = None, **options: Any
+    settings: Settings, queue: str, credential: TokenCredential | None = None, **options: SdkOption
 ) -> QueueLike:
     """One of the app's queues, spoken to over plain HTTP (`QueueHttp`). `options`: of the SDK
     client's, those QueueHttp takes: `message_encode_policy` and `message_decode_policy`,
@@ -120,7 +123,10 @@ def queue_client(
 
 
 def _sdk_queue(
-    settings: Settings, queue: str, credential: TokenCredential | None, options: dict[str, Any]
+    settings: Settings,
+    queue: str,
+    credential: TokenCredential | None,
+    options: dict[str, SdkOption],
 ) -> QueueLike:
     """The SDK's QueueClient for one of the app's queues (it takes the same options)."""
     # Imported here: the Queue SDK is a tenth of a second of a cold start, and only this
@@ -151,7 +157,7 @@ def _sdk_queue(
     return cast(QueueLike, client)
 
 
-def queue_from_connection_string(connection: str, queue: str, **options: Any) -> QueueHttp:
+def queue_from_connection_string(connection: str, queue: str, **options: SdkOption) -> QueueHttp:
     url, account, key = queue_service(connection)
     return _queue(url, queue, QueueSharedKeyLite(account, key), options)
 
@@ -197,7 +203,7 @@ _QUEUE_OPTIONS = frozenset(
 
 
 def _queue(
-    url: str, queue: str, signer: QueueSharedKeyLite | BearerTokens, options: dict[str, Any]
+    url: str, queue: str, signer: QueueSharedKeyLite | BearerTokens, options: dict[str, SdkOption]
 ) -> QueueHttp:
     unknown = set(options) - _QUEUE_OPTIONS
     if unknown:

@@ -29,7 +29,7 @@ from azure.core.paging import ItemPaged
 from azure.storage.queue import QueueMessage, QueueProperties
 
 from shared.storage.memory_records import new_etag
-from shared.storage.table_http import Row
+from shared.storage.table_entities import EntityMetadata, Row
 
 _CLAUSE = re.compile(r"^(\w+) (eq|ne|gt|ge|lt|le) @(\w+)$")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -101,9 +101,9 @@ class MemoryTable:
         return (_copy(row) for row in rows)
 
     def _write(self, entity: Mapping[str, Any]) -> dict[str, Any]:
-        metadata = {"etag": new_etag()}
+        metadata = EntityMetadata(etag=new_etag(), timestamp=None)
         self._rows[_key(entity)] = Row(dict(entity), metadata)
-        return dict(metadata)
+        return {"etag": metadata["etag"]}
 
 
 class MemoryTables:
@@ -126,7 +126,7 @@ def _key(entity: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _copy(row: Row) -> Row:
-    return Row(dict(row), dict(row.metadata))
+    return Row(dict(row), row.metadata.copy())
 
 
 def _parsed(query_filter: str, parameters: Mapping[str, Any]) -> list[Callable[[Row], bool]]:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote, urlencode
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -53,6 +53,9 @@ _XML_BODY = {"Content-Type": "application/xml; charset=utf-8"}
 # reads it only to name it in a DecodeError).
 _NO_RESPONSE = SimpleNamespace(http_response=None)
 
+MessageContent = str | bytes
+"""A message's content: text, or bytes where an encode policy sends them (as base64)."""
+
 
 class QueueLike(Protocol):
     """What the app and the local host call on one of the app's queues: the SDK's QueueClient,
@@ -64,7 +67,7 @@ class QueueLike(Protocol):
     def get_queue_properties(self) -> QueueProperties: ...
     def send_message(
         self,
-        content: Any,
+        content: MessageContent,
         *,
         visibility_timeout: int | None = ...,
         time_to_live: int | None = ...,
@@ -81,7 +84,7 @@ class QueueLike(Protocol):
         self,
         message: str | QueueMessage,
         pop_receipt: str | None = ...,
-        content: Any = ...,
+        content: MessageContent | None = ...,
         *,
         visibility_timeout: int | None = ...,
     ) -> QueueMessage: ...
@@ -93,13 +96,13 @@ class QueueLike(Protocol):
 class MessageEncoding(Protocol):
     """The part of the SDK's encode policies (TextBase64EncodePolicy, ...) a queue calls."""
 
-    def encode(self, content: Any) -> str: ...
+    def encode(self, content: MessageContent) -> str: ...
 
 
 class MessageDecoding(Protocol):
     """The part of the SDK's decode policies (TextBase64DecodePolicy, ...) a queue calls."""
 
-    def decode(self, content: Any, response: Any) -> Any: ...
+    def decode(self, content: str, response: object) -> MessageContent: ...
 
 
 class Base64Text:
@@ -107,7 +110,7 @@ class Base64Text:
     default (host.json's messageEncoding): what the SDK's TextBase64EncodePolicy does, without
     importing the Queue SDK for it."""
 
-    def encode(self, content: str) -> str:
+    def encode(self, content: MessageContent) -> str:
         if not isinstance(content, str):
             raise TypeError("Message content must be text for base 64 encoding.")
         return base64.b64encode(content.encode("utf-8")).decode("utf-8")
@@ -166,7 +169,7 @@ class QueueHttp:
 
     def send_message(
         self,
-        content: Any,
+        content: MessageContent,
         *,
         visibility_timeout: int | None = None,
         time_to_live: int | None = None,
@@ -240,7 +243,7 @@ class QueueHttp:
         self,
         message: str | QueueMessage,
         pop_receipt: str | None = None,
-        content: Any = None,
+        content: MessageContent | None = None,
         *,
         visibility_timeout: int | None = None,
         timeout: int | None = None,
@@ -250,10 +253,12 @@ class QueueHttp:
         (and sends again) its own content. Its new pop receipt comes back with it."""
         if isinstance(message, str):
             message_id, text, receipt = message, content, pop_receipt
-            kept: Any = SimpleNamespace(inserted_on=None, expires_on=None, dequeue_count=None)
+            inserted_on = expires_on = dequeue_count = None
         else:
             message_id, text = message.id, content or message.content
-            receipt, kept = pop_receipt or message.pop_receipt, message
+            receipt = pop_receipt or message.pop_receipt
+            inserted_on, expires_on = message.inserted_on, message.expires_on
+            dequeue_count = message.dequeue_count
         if receipt is None:
             raise ValueError("pop_receipt must be present")
         query = _query(
@@ -271,9 +276,9 @@ class QueueHttp:
         return QueueMessage(
             content=text,
             id=message_id,
-            inserted_on=kept.inserted_on,
-            expires_on=kept.expires_on,
-            dequeue_count=kept.dequeue_count,
+            inserted_on=inserted_on,
+            expires_on=expires_on,
+            dequeue_count=dequeue_count,
             pop_receipt=answer.headers.get("x-ms-popreceipt"),
             next_visible_on=_moment(answer.headers.get("x-ms-time-next-visible")),
         )
@@ -298,7 +303,7 @@ class QueueHttp:
 
     # --- the wire ----------------------------------------------------------------------
 
-    def _encoded(self, content: Any) -> Any:
+    def _encoded(self, content: MessageContent) -> MessageContent:
         # As the SDK's policies do: nothing to encode in an empty message; and without one,
         # text goes as it is and bytes are refused (its NoEncodePolicy).
         if not content:
@@ -311,7 +316,7 @@ class QueueHttp:
             )
         return content
 
-    def _decoded(self, text: str | None) -> Any:
+    def _decoded(self, text: str | None) -> MessageContent | None:
         if not text or self._decoding is None:
             return text
         return self._decoding.decode(text, _NO_RESPONSE)
@@ -386,7 +391,7 @@ def _query(**parameters: str | int | None) -> str:
     return urlencode({name: value for name, value in parameters.items() if value is not None})
 
 
-def _message_body(text: Any) -> bytes:
+def _message_body(text: MessageContent | None) -> bytes:
     inner = "" if text is None else f"<MessageText>{escape(str(text))}</MessageText>"
     return (
         f"<?xml version='1.0' encoding='utf-8'?>\n<QueueMessage>{inner}</QueueMessage>"

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Any
+from typing import TypedDict
 from urllib.parse import unquote, urlsplit
 from xml.etree import ElementTree
 
@@ -82,7 +82,7 @@ class AnswerLost(ServiceResponseError):
     second copy could apply it twice; the caller resolves it by reading what storage holds.
     `answer`: the service's answer, where there was one."""
 
-    def __init__(self, message: str, answer: Answer | None = None, **kwargs: Any) -> None:
+    def __init__(self, message: str, answer: Answer | None = None, **kwargs: object) -> None:
         super().__init__(message, **kwargs)
         self.answer = answer
 
@@ -417,6 +417,16 @@ def _xml_error_message(answer: Answer) -> str:
     return "\n".join(lines)
 
 
+class _PoolOptions(TypedDict, total=False):
+    """The keywords urllib3 takes for a pool of connections, of those set here."""
+
+    maxsize: int
+    block: bool
+    timeout: urllib3.Timeout
+    cert_reqs: str
+    ca_certs: str
+
+
 def _pool(
     url: str, verify: str | bool
 ) -> tuple[urllib3.HTTPConnectionPool | urllib3.ProxyManager, bool]:
@@ -425,7 +435,7 @@ def _pool(
     # The proxy the environment names for this endpoint (NO_PROXY counts), read once.
     proxies = get_environ_proxies(url)
     proxy = proxies.get(urlsplit(url).scheme) or proxies.get("all")
-    options: dict[str, Any] = {
+    options: _PoolOptions = {
         "maxsize": CALLS_AT_ONCE,
         "block": False,
         "timeout": urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S),

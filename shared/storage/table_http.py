@@ -2,10 +2,7 @@
 the SDK's `TableClient` this app makes, with the same arguments, answers and errors, so that
 the storage modules run on either (`TableLike`).
 
-Entities go as JSON with minimal metadata. A property's type travels beside it where JSON alone
-cannot say it, as the SDK writes it: an int past 32 bits as Edm.Int64, a datetime as
-Edm.DateTime, bytes as Edm.Binary, a float as Edm.Double; read back as int, aware datetime,
-bytes and float. Each entity read carries `metadata` (`etag`, `timestamp`), as the SDK's do.
+Entities go as JSON with minimal metadata, written and read as `table_entities` says.
 
 A batch is one multipart request holding one changeset (the Table service's transaction): its
 parts are written here as text, and the answer's parts read back in order.
@@ -18,13 +15,11 @@ sent again, and meets the service's own checks (409, 412) like any other.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol, TypedDict, TypeVar
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
@@ -36,6 +31,7 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.domain.wire import EntityValue, SdkAnswer
 from shared.storage.storage_http import (
     Answer,
     AnswerLost,
@@ -43,6 +39,14 @@ from shared.storage.storage_http import (
     error_message,
     raise_for,
     with_status,
+)
+from shared.storage.table_entities import (
+    Entity,
+    Row,
+    WriteMetadata,
+    entity_json,
+    row_from_json,
+    substituted,
 )
 
 JSON_MINIMAL = "application/json;odata=minimalmetadata"
@@ -52,7 +56,6 @@ _TABLE_HEADERS = {
     "MaxDataServiceVersion": "3.0;NetFx",
     "Accept": JSON_MINIMAL,
 }
-_INT32 = range(-(2**31), 2**31)
 _NO_ENTITY = "ResourceNotFound: The specified resource does not exist."
 _Error = TypeVar("_Error", bound=HttpResponseError)
 # Sends of one write whose answers were lost, each followed by a read, before giving up.
@@ -60,33 +63,39 @@ LOST_ANSWER_ROUNDS = 3
 
 
 class TableLike(Protocol):
-    """What the storage modules call on a table: the SDK's TableClient, or TableHttp."""
+    """What the storage modules call on a table: the SDK's TableClient, or TableHttp. The
+    answers stay `SdkAnswer`: the SDK's TableEntity and TableHttp's Row, its dicts and
+    WriteMetadata, are read alike by the storage modules but are not one Python type."""
 
-    def get_entity(self, partition_key: str, row_key: str, **options: Any) -> Any: ...
-    def create_entity(self, entity: Mapping[str, Any], **options: Any) -> Any: ...
-    def update_entity(self, entity: Mapping[str, Any], mode: Any = ..., **options: Any) -> Any: ...
-    def upsert_entity(self, entity: Mapping[str, Any], mode: Any = ..., **options: Any) -> Any: ...
-    def delete_entity(self, *args: Any, **options: Any) -> None: ...
-    def submit_transaction(self, operations: Any, **options: Any) -> Any: ...
-    def query_entities(self, query_filter: str, **options: Any) -> Any: ...
-    def list_entities(self, **options: Any) -> Any: ...
+    def get_entity(self, partition_key: str, row_key: str, **options: object) -> SdkAnswer: ...
+    def create_entity(self, entity: Entity, **options: object) -> SdkAnswer: ...
+    def update_entity(self, entity: Entity, mode: object = ..., **options: object) -> SdkAnswer: ...
+    def upsert_entity(self, entity: Entity, mode: object = ..., **options: object) -> SdkAnswer: ...
+    def delete_entity(self, *args: object, **options: object) -> None: ...
+    def submit_transaction(
+        self, operations: Iterable[Sequence[object]], **options: object
+    ) -> SdkAnswer: ...
+    def query_entities(self, query_filter: str, **options: object) -> SdkAnswer: ...
+    def list_entities(self, **options: object) -> SdkAnswer: ...
 
 
 class TableServiceLike(Protocol):
     """The account's side: the SDK's TableServiceClient, or clients.TableAccount."""
 
-    def get_table_client(self, table_name: str) -> Any: ...
-    def create_table(self, table_name: str) -> Any: ...
+    def get_table_client(self, table_name: str) -> SdkAnswer: ...
+    def create_table(self, table_name: str) -> object: ...
 
 
-class Row(dict[str, Any]):
-    """An entity as read: its properties, and `metadata` (etag, timestamp) beside them."""
+class BatchOptions(TypedDict, total=False):
+    """The keywords of one operation in a transaction, as the SDK takes them."""
 
-    metadata: dict[str, Any]
+    mode: UpdateMode
+    etag: str | None
+    match_condition: MatchConditions | None
 
-    def __init__(self, properties: Mapping[str, Any], metadata: dict[str, Any]) -> None:
-        super().__init__(properties)
-        self.metadata = metadata
+
+_Operation = tuple[str, Entity, BatchOptions]
+"""One operation of a transaction, read: its kind in lower case, its entity, its keywords."""
 
 
 class TableHttp:
@@ -101,18 +110,18 @@ class TableHttp:
         query = urlencode({"$select": ",".join(select)}, safe=",$") if select else ""
         answer = self._send("GET", self._entity_path(partition_key, row_key), query=query)
         raise_for(answer)
-        return _row(json.loads(answer.body))
+        return row_from_json(json.loads(answer.body))
 
     def query_entities(
         self,
         query_filter: str,
         *,
-        parameters: Mapping[str, Any] | None = None,
+        parameters: Mapping[str, EntityValue] | None = None,
         select: list[str] | None = None,
         results_per_page: int | None = None,
     ) -> Iterator[Row]:
         """The entities that match, fetched a page at a time as they are read."""
-        return self._pages(_substituted(query_filter, parameters), select, results_per_page)
+        return self._pages(substituted(query_filter, parameters), select, results_per_page)
 
     def list_entities(
         self, *, select: list[str] | None = None, results_per_page: int | None = None
@@ -136,7 +145,7 @@ class TableHttp:
             answer = self._send("GET", path, query=query)
             raise_for(answer)
             for properties in json.loads(answer.body)["value"]:
-                yield _row(properties)
+                yield row_from_json(properties)
             following = {
                 name: answer.headers[header]
                 for name, header in (
@@ -150,9 +159,9 @@ class TableHttp:
 
     # --- writes ------------------------------------------------------------------------
 
-    def create_entity(self, entity: Mapping[str, Any]) -> dict[str, Any]:
+    def create_entity(self, entity: Entity) -> WriteMetadata:
         path = self._endpoint.path(quote(self.table_name))
-        body = json.dumps(_properties(entity)).encode()
+        body = json.dumps(entity_json(entity)).encode()
         for _ in range(LOST_ANSWER_ROUNDS - 1):
             try:
                 answer = self._send(
@@ -163,38 +172,34 @@ class TableHttp:
                 if stored is None:
                     continue  # not applied: insert again
                 if _shows(stored, entity, UpdateMode.REPLACE):
-                    return {"etag": stored.metadata["etag"]}
+                    return WriteMetadata(etag=stored.metadata["etag"])
                 raise _exists() from None
             raise_for(answer)
-            return {"etag": str(answer.headers.get("ETag"))}
+            return WriteMetadata(etag=str(answer.headers.get("ETag")))
         answer = self._send("POST", path, headers=_write_headers(), body=body, repeatable=False)
         raise_for(answer)
-        return {"etag": str(answer.headers.get("ETag"))}
+        return WriteMetadata(etag=str(answer.headers.get("ETag")))
 
     def update_entity(
         self,
-        entity: Mapping[str, Any],
+        entity: Entity,
         mode: UpdateMode = UpdateMode.MERGE,
         *,
         etag: str | None = None,
         match_condition: MatchConditions | None = None,
-    ) -> dict[str, Any]:
+    ) -> WriteMetadata:
         return self._put(entity, mode, _if_match(etag, match_condition))
 
-    def upsert_entity(
-        self, entity: Mapping[str, Any], mode: UpdateMode = UpdateMode.MERGE
-    ) -> dict[str, Any]:
+    def upsert_entity(self, entity: Entity, mode: UpdateMode = UpdateMode.MERGE) -> WriteMetadata:
         return self._put(entity, mode, None)
 
-    def _put(
-        self, entity: Mapping[str, Any], mode: UpdateMode, if_match: str | None
-    ) -> dict[str, Any]:
+    def _put(self, entity: Entity, mode: UpdateMode, if_match: str | None) -> WriteMetadata:
         headers = _write_headers()
         if if_match is not None:
             headers["If-Match"] = if_match
         method = "PUT" if mode == UpdateMode.REPLACE else "PATCH"
         path = self._entity_path(entity["PartitionKey"], entity["RowKey"])
-        body = json.dumps(_properties(entity)).encode()
+        body = json.dumps(entity_json(entity)).encode()
         # Only a write checked against an etag could meet its own first copy (a 412).
         checked = if_match not in (None, "*")
         for round_ in range(LOST_ANSWER_ROUNDS):
@@ -207,19 +212,19 @@ class TableHttp:
                     raise
                 stored = self._stored(entity)
                 if stored is not None and _shows(stored, entity, mode):
-                    return {"etag": stored.metadata["etag"]}
+                    return WriteMetadata(etag=stored.metadata["etag"])
                 if stored is None:  # as the service answers a checked write of no entity
                     raise _coded(ResourceNotFoundError(message=_NO_ENTITY), 404) from None
                 if stored.metadata["etag"] != if_match:
                     raise _modified() from None
                 continue  # still the version it was checked against: not applied
             raise_for(answer)
-            return {"etag": str(answer.headers.get("ETag"))}
+            return WriteMetadata(etag=str(answer.headers.get("ETag")))
         raise AssertionError("unreachable: the last round returns or raises")
 
     def delete_entity(
         self,
-        partition_key: str | Mapping[str, Any],
+        partition_key: str | Entity,
         row_key: str | None = None,
         *,
         etag: str | None = None,
@@ -236,10 +241,10 @@ class TableHttp:
         if answer.status != 404:
             raise_for(answer)
 
-    def submit_transaction(self, operations: Any) -> list[dict[str, Any]]:
+    def submit_transaction(self, given: Iterable[Sequence[object]]) -> list[WriteMetadata]:
         """Run operations on one partition as one transaction: each one's metadata (etag), or
         TableTransactionError (`status_code`, and `index`, the operation that failed)."""
-        operations = list(operations)
+        operations = [_operation(operation) for operation in given]
         if not operations:
             return []
         batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
@@ -252,7 +257,7 @@ class TableHttp:
         answer = self._batch_sent(operations, batch, body)
         if answer is None:  # applied, its answer lost: the etags as read
             return [
-                {"etag": stored.metadata["etag"] if stored is not None else None}
+                WriteMetadata(etag=stored.metadata["etag"] if stored is not None else None)
                 for stored in self._stored_all(operations)
             ]
         if answer.status != 202:
@@ -266,9 +271,9 @@ class TableHttp:
             raise HttpResponseError(
                 message=f"a batch of {len(operations)} got {len(results)} answers"
             )
-        return [{"etag": headers.get("etag")} for _, headers, _ in results]
+        return [WriteMetadata(etag=headers.get("etag")) for _, headers, _ in results]
 
-    def _batch_sent(self, operations: list[Any], batch: str, body: bytes) -> Answer | None:
+    def _batch_sent(self, operations: list[_Operation], batch: str, body: bytes) -> Answer | None:
         """The batch's answer; None if an answer was lost but storage shows it applied. Sent
         again only while storage shows it was not."""
         headers = {
@@ -287,20 +292,19 @@ class TableHttp:
                     return None
         raise AssertionError("unreachable: the last round returns or raises")
 
-    def _stored(self, entity: Mapping[str, Any]) -> Row | None:
+    def _stored(self, entity: Entity) -> Row | None:
         """The entity with this one's keys as storage holds it now; None if there is none."""
         answer = self._send("GET", self._entity_path(entity["PartitionKey"], entity["RowKey"]))
         if answer.status == 404:
             return None
         raise_for(answer)
-        return _row(json.loads(answer.body))
+        return row_from_json(json.loads(answer.body))
 
-    def _stored_all(self, operations: list[Any]) -> list[Row | None]:
+    def _stored_all(self, operations: list[_Operation]) -> list[Row | None]:
         return [self._stored(operation[1]) for operation in operations]
 
-    def _part(self, operation: tuple[Any, ...], changeset: str) -> str:
-        kind, entity = str(getattr(operation[0], "value", operation[0])).lower(), operation[1]
-        options: Mapping[str, Any] = operation[2] if len(operation) > 2 else {}
+    def _part(self, operation: _Operation, changeset: str) -> str:
+        kind, entity, options = operation
         key_path = self._entity_path(entity["PartitionKey"], entity["RowKey"])
         headers = {"Accept": JSON_MINIMAL, "Prefer": "return-no-content"}
         body = ""
@@ -317,7 +321,7 @@ class TableHttp:
             headers["If-Match"] = _if_match(options.get("etag"), options.get("match_condition"))
         if kind != "delete":
             headers["Content-Type"] = "application/json"
-            body = json.dumps(_properties(entity))
+            body = json.dumps(entity_json(entity))
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         return (
             f"--{changeset}\r\nContent-Type: application/http\r\n"
@@ -329,30 +333,53 @@ class TableHttp:
         keys = f"PartitionKey='{_key(partition_key)}',RowKey='{_key(row_key)}'"
         return self._endpoint.path(f"{quote(self.table_name)}({keys})")
 
-    def _send(self, method: str, path: str, **options: Any) -> Answer:
-        headers = {**_TABLE_HEADERS, **options.pop("headers", {})}
-        return self._endpoint.send(method, path, headers=headers, **options)
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        repeatable: bool = True,
+    ) -> Answer:
+        sent = {**_TABLE_HEADERS, **(headers or {})}
+        return self._endpoint.send(
+            method, path, query=query, headers=sent, body=body, repeatable=repeatable
+        )
 
 
-def _shows(stored: Row, entity: Mapping[str, Any], mode: UpdateMode) -> bool:
+def _shows(stored: Row, entity: Entity, mode: UpdateMode) -> bool:
     """Whether a stored entity holds what writing `entity` in `mode` leaves: its properties,
     as they come back from the wire (a replace: those only; a merge: those among others)."""
-    written = _row(_properties(entity))
+    written = row_from_json(entity_json(entity))
     if mode == UpdateMode.REPLACE:
         return dict(stored) == dict(written)
     return all(name in stored and stored[name] == value for name, value in written.items())
 
 
-def _applied(operation: tuple[Any, ...], stored: Row | None) -> bool:
+def _operation(given: Sequence[object]) -> _Operation:
+    """An operation as the SDK takes it, (kind, entity) or (kind, entity, keywords), read; the
+    kind is a TransactionOperation or its name."""
+    kind, entity, options = (*given, {})[:3] if len(given) == 2 else tuple(given)
+    if not isinstance(entity, Mapping) or not isinstance(options, Mapping):
+        raise TypeError(f"a batch operation is (kind, entity[, keywords]), not {given!r}")
+    picked = BatchOptions()
+    for name in ("mode", "etag", "match_condition"):
+        if name in options:
+            picked[name] = options[name]
+    return str(getattr(kind, "value", kind)).lower(), entity, picked
+
+
+def _applied(operation: _Operation, stored: Row | None) -> bool:
     """Whether storage shows a batch operation carried out."""
-    kind = str(getattr(operation[0], "value", operation[0])).lower()
+    kind, entity, options = operation
     if kind == "delete":
         return stored is None
     if stored is None:
         return False
-    options: Mapping[str, Any] = operation[2] if len(operation) > 2 else {}
     mode = UpdateMode.REPLACE if kind == "create" else options.get("mode", UpdateMode.MERGE)
-    return _shows(stored, operation[1], mode)
+    return _shows(stored, entity, mode)
 
 
 def _exists() -> ResourceExistsError:
@@ -391,96 +418,16 @@ def _write_headers() -> dict[str, str]:
     return {"Content-Type": "application/json", "Prefer": "return-no-content"}
 
 
-def _properties(entity: Mapping[str, Any]) -> dict[str, Any]:
-    """An entity's properties as JSON, each typed where JSON alone cannot say its type."""
-    out: dict[str, Any] = {}
-    for name, value in entity.items():
-        if value is None:
-            continue
-        if isinstance(value, bool | str):
-            out[name] = value
-        elif isinstance(value, int):
-            if value in _INT32:
-                out[name] = value
-            else:
-                out[name], out[f"{name}@odata.type"] = str(value), "Edm.Int64"
-        elif isinstance(value, float):
-            out[name], out[f"{name}@odata.type"] = value, "Edm.Double"
-        elif isinstance(value, datetime):
-            out[name], out[f"{name}@odata.type"] = _edm_datetime(value), "Edm.DateTime"
-        elif isinstance(value, bytes):
-            out[name] = base64.b64encode(value).decode()
-            out[f"{name}@odata.type"] = "Edm.Binary"
-        else:
-            raise TypeError(f"a table property cannot hold {type(value).__name__}")
-    return out
-
-
-def _edm_datetime(value: datetime) -> str:
-    """A datetime as the service writes it, in UTC (a naive one is taken to be UTC)."""
-    at = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _row(properties: Mapping[str, Any]) -> Row:
-    found: dict[str, Any] = {}
-    for name, value in properties.items():
-        if name.startswith("odata.") or "@odata.type" in name or name == "Timestamp":
-            continue
-        found[name] = _typed(value, properties.get(f"{name}@odata.type"))
-    stamp = properties.get("Timestamp")
-    metadata = {"etag": properties.get("odata.etag"), "timestamp": stamp and _datetime(stamp)}
-    return Row(found, metadata)
-
-
-def _typed(value: Any, kind: str | None) -> Any:
-    if kind == "Edm.Int64":
-        return int(value)
-    if kind == "Edm.DateTime":
-        return _datetime(value)
-    if kind == "Edm.Binary":
-        return base64.b64decode(value)
-    if kind == "Edm.Double":
-        return float(value)
-    return value
-
-
-def _datetime(text: str) -> datetime:
-    # The service writes 7 digits of fraction; Python reads at most 6.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text.rstrip("Z"))
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _substituted(query_filter: str, parameters: Mapping[str, Any] | None) -> str:
-    """`@name` in a filter replaced by the parameter's OData literal (as the SDK does)."""
-    if not parameters:
-        return query_filter
-
-    def literal(found: re.Match[str]) -> str:
-        value = parameters[found.group(1)]
-        if isinstance(value, bool):
-            return str(value).lower()
-        if isinstance(value, int):
-            return str(value) if value in _INT32 else f"{value}L"
-        if isinstance(value, float):
-            return str(value)
-        if isinstance(value, datetime):
-            return f"datetime'{_edm_datetime(value)}'"
-        return "'" + str(value).replace("'", "''") + "'"
-
-    return re.sub(r"(?<![\w'])@(\w+)", literal, query_filter)
-
-
 _STATUS_LINE = re.compile(rb"^HTTP/1\.1 (\d{3})", re.MULTILINE)
 
 
 def _part_answers(body: bytes) -> list[tuple[int, dict[str, str], bytes]]:
     """The answers in a batch's response, in order: status, headers (lower-case names), body."""
-    found = []
+    found: list[tuple[int, dict[str, str], bytes]] = []
     for match in _STATUS_LINE.finditer(body):
         head_end = body.find(b"\r\n\r\n", match.end())
         head = body[match.end() : head_end].decode("latin-1")
-        headers = {}
+        headers: dict[str, str] = {}
         for line in head.split("\r\n")[1:]:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
