@@ -1,8 +1,7 @@
 // @ts-check
 // What needs an operator's look (docs/console.md): the messages on the poison queue and the
 // claims past their deadline, as /console/api/attention lists them, and their counts on the
-// overview. Loaded before console.js, whose helpers (h, cell, table, when...) it uses once both
-// have loaded.
+// overview. Imports console.js's helpers (h, cell, table, when...).
 import { call, cell, consoleApi, h, message, on, table, when } from "./console.js";
 
 

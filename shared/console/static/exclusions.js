@@ -1,8 +1,8 @@
 // @ts-check
 // The job form's days off (recurrence.exclusions and onExcluded): public holiday calendars,
 // blackout dates and ranges, weekdays that are not business days, and what becomes of a run
-// that falls on one of them; and the preview's list of the runs they skip or move. Loaded after
-// forms.js, whose Form and helpers it uses, and before console.js.
+// that falls on one of them; and the preview's list of the runs they skip or move. Imports
+// forms.js's path helpers and console.js's.
 import { consoleApi, h, on, when } from "./console.js";
 import { WEEK_DAYS, getAt, setAt } from "./forms.js";
 

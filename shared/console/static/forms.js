@@ -1,8 +1,8 @@
 // @ts-check
 // The console's forms: a job (every part of it, with a live preview of its runs) and a job
 // collection. Each form edits a JSON model, which its JSON view shows whole; a field writes one
-// path of the model. Loaded before console.js, whose helpers (h, arm, when, ...) it uses when
-// a form is built, after both have loaded.
+// path of the model. Imports console.js's helpers (h, arm, when, ...), used only once a form
+// is built, so that the two modules' import of each other is harmless.
 import { ApiFailed, KeyRefused, PREVIEW_COUNT, PREVIEW_DELAY_MS, arm, collectionId, collectionPath, consoleApi, encoded, h, handleFailure, jobPath, message, navigate, on, when } from "./console.js";
 import { excludedItems, exclusionFields } from "./exclusions.js";
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Templates in and out (docs/templates.md): a collection or a resource group exported as a
 // deployment template file, and a template file imported into a resource group, what-if first.
-// Loaded before console.js, whose helpers (h, arm, call, notify...) it uses once both have loaded.
+// Imports console.js's helpers (h, arm, call, notify...).
 import { ApiFailed, actionButton, arm, badge, call, cell, collectionPath, encoded, h, handleFailure, jobPath, message, notify, on, table, update, when } from "./console.js";
 import { isObject } from "./forms.js";
 
