@@ -25,7 +25,7 @@ const HISTORY_STATUSES = ["Completed", "Failed", "Postponed"];
 
 export const console_ = {
   key: sessionStorage.getItem(KEY_ITEM),
-  me: null, // who is signed in, and their role (/console/api/me)
+  me: /** @type {SignedIn | null} */ (null), // who is signed in, and their role (/console/api/me)
   historyStatus: "",
   rendering: false,
   follow: null, // {until, done(data) -> text|null}: refresh often until `done` says so
@@ -38,7 +38,29 @@ export const console_ = {
 
 export class KeyRefused extends Error {}
 
+/**
+ * One problem of an ARM error answer (`error.details[]`).
+ * @typedef {{target?: string, code?: string, message: string}} ProblemDetail
+ */
+
+/**
+ * Who is signed in (GET /console/api/me).
+ * @typedef {object} SignedIn
+ * @property {string} name
+ * @property {string} objectId
+ * @property {boolean} administrator
+ * @property {string | null} role the strongest role over the whole service, lower case
+ * @property {string} roleName
+ * @property {{role: string, scope: string}[]} grants role assignments, at any scope
+ */
+
 export class ApiFailed extends Error {
+  /**
+   * @param {number} status the HTTP status of the answer
+   * @param {string} message
+   * @param {ProblemDetail[]} [details]
+   * @param {any} [body] any JSON: an import's report (`resources`), or any other error answer
+   */
   constructor(status, message, details = [], body = null) {
     super(message);
     this.status = status;

@@ -290,7 +290,7 @@ class Form {
   // The API's problems beside the fields they name (`properties.action.request.uri`); those of
   // no field here are listed with the form's own message. Answers how many were shown.
   /**
-   * @param {{target?: string, message: string}[]} details
+   * @param {import("./console.js").ProblemDetail[]} details
    * @param {string} prefix the path this form's fields sit under
    * @param {Element} general the list for problems that name no field here
    * @param {(target: string) => boolean} [ignored]
