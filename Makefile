@@ -92,6 +92,7 @@ test: $(TESTDEPS) $(NODEDEPS) browser $(if $(OLDER_PYTHON),$(if $(IS_313),$(OLDE
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	node_modules/.bin/tsc -p tsconfig.json
 	$(if $(and $(IS_313),$(OLDER_PYTHON)),DEVHOST_DIRECT_PYTHON=$(OLDER_VENV)/bin/python) $(BIN)/python -m pytest
 	@echo "The storage and execution tests again, on the SDK's storage clients (SCHEDULER_STORAGE_CLIENT=sdk):"
 	SCHEDULER_STORAGE_CLIENT=sdk $(BIN)/python -m pytest tests/storage tests/execution -q
@@ -140,10 +141,11 @@ bench: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/python -m bench.templates
 	$(if $(IS_313),$(BIN)/python -m bench.runtime,@echo "bench.runtime needs Python 3.13: skipped")
 
-lint: $(TESTDEPS)
+lint: $(TESTDEPS) $(NODEDEPS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	node_modules/.bin/tsc -p tsconfig.json
 
 clean:
 	rm -rf $(VENV) $(OLDER_VENV) .devhost-rpc node_modules .pytest_cache .hypothesis .ruff_cache .mypy_cache

@@ -1,6 +1,8 @@
+// @ts-check
 // The console's activity pages: who changed what, and who was refused, from the activity log
 // (GET .../providers/Microsoft.Scheduler/activityLog). Uses console.js's helpers.
-"use strict";
+import { arm, badge, cell, exactTime, h, route, table } from "./console.js";
+
 
 const ACTIVITY_SHOWN = 50;
 
@@ -9,7 +11,7 @@ function activityLogPath(subscription) {
 }
 
 // A resource's events (and those of what lies below it), newest first.
-async function activityOf(subscription, resourceId) {
+export async function activityOf(subscription, resourceId) {
   const quoted = resourceId.replace(/'/g, "''");
   const { value } = await arm("GET", activityLogPath(subscription), "", {
     query: { $top: String(ACTIVITY_SHOWN), $filter: `resourceId eq '${quoted}'` },
@@ -30,7 +32,7 @@ function resourceWords(resourceId) {
   return parts.slice(3).join("/") || resourceId;
 }
 
-function activityTable(events, emptyText, caption) {
+export function activityTable(events, emptyText, caption) {
   const rows = events.map((event) => h("tr", { "data-key": event.eventDataId },
     cell("When", exactTime(event.eventTimestamp)),
     cell("Who", event.caller),
@@ -41,7 +43,7 @@ function activityTable(events, emptyText, caption) {
   return table(["When", "Who", "What", "On", "Result", "From"], rows, emptyText, caption);
 }
 
-async function activityView(subscription) {
+export async function activityView(subscription) {
   const { value } = await arm("GET", activityLogPath(subscription), "", {
     query: { $top: String(ACTIVITY_SHOWN) },
   });

@@ -1,15 +1,16 @@
+// @ts-check
 // What needs an operator's look (docs/console.md): the messages on the poison queue and the
 // claims past their deadline, as /console/api/attention lists them, and their counts on the
-// overview. Loaded before console.js, whose helpers (h, cell, table, when...) it uses once both
-// have loaded.
-"use strict";
+// overview. Imports console.js's helpers (h, cell, table, when...).
+import { call, cell, consoleApi, h, message, on, table, when } from "./console.js";
+
 
 function plural(count, one, many) {
   return `${count} ${count === 1 ? one : many}`;
 }
 
 // The overview's box: the two counts, and the way to the list, when either is not zero.
-function attentionSummary(counts) {
+export function attentionSummary(counts) {
   if (!counts) return null;
   const poison = counts.poisonMessages;
   const claims = counts.claimsPastDeadline;
@@ -63,7 +64,7 @@ function carried(message) {
     message.moreDeliveries ? h("li", {}, `and ${message.moreDeliveries} more`) : null);
 }
 
-async function attentionView() {
+export async function attentionView() {
   const { poison, claimsPastDeadline: claims } = await consoleApi("attention");
   const messageRows = poison.messages.map((message, index) => h("tr", { "data-key": `m${index}` },
     cell("Jobs and tries", carried(message)),

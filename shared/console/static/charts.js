@@ -1,8 +1,10 @@
+// @ts-check
 // Charts of a job's or a collection's runs over the last 24 hours or 7 days, drawn as SVG from
 // the jobs' history (the same management API reads as the history table; no store of their
 // own). Each chart tells its data by shape and pattern as well as by colour, and a table below
 // holds the same numbers for screen readers and for copying.
-"use strict";
+import { arm, call, exactTime, h, refresh, table } from "./console.js";
+
 
 const CHART_PERIODS = {
   day: { label: "Last 24 hours", span: 24 * 3600000, bin: 3600000, binName: "hour" },
@@ -248,7 +250,7 @@ function chartTable(bins, period) {
 }
 
 // The charts' section for the jobs named (one job's page, or a collection's).
-async function historyCharts(jobIds) {
+export async function historyCharts(jobIds) {
   const period = CHART_PERIODS[charts_.period];
   const now = Date.now();
   const { entries, complete, jobsRead } = await chartEntries(jobIds, periodStart(now, period));

@@ -1,24 +1,31 @@
+// @ts-check
 // The Scheduler console: plain JavaScript, no build step, nothing loaded from elsewhere.
 // It reads through /console/api/* and changes things through the management API itself, with
 // the function key or token the user typed (kept in sessionStorage: this tab only), or, in Azure,
 // as whoever signed in through the platform (its session cookie goes with every request).
-"use strict";
+import { activityOf, activityTable, activityView } from "./activity.js";
+import { attentionSummary, attentionView } from "./attention.js";
+import { historyCharts } from "./charts.js";
+import { collectionForm, jobForm } from "./forms.js";
+import { rolesView } from "./roles.js";
+import { importForm, templateButtons } from "./templates.js";
+
 
 const KEY_ITEM = "scheduler-console-key";
 const TOKEN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const PLATFORM = "platform"; // signed in through the platform's sign-in: no key, no token
-const API_VERSION = "2016-03-01";
+export const API_VERSION = "2016-03-01";
 const REFRESH_EVERY_MS = 10000;
 const FOLLOW_EVERY_MS = 700; // while an action's effect is awaited (a run now's history entry)
 const FOLLOW_FOR_MS = 20000;
-const PREVIEW_DELAY_MS = 350; // after the last keystroke, before the preview is asked for
-const PREVIEW_COUNT = 5;
+export const PREVIEW_DELAY_MS = 350; // after the last keystroke, before the preview is asked for
+export const PREVIEW_COUNT = 5;
 const HISTORY_SHOWN = 50;
 const HISTORY_STATUSES = ["Completed", "Failed", "Postponed"];
 
-const console_ = {
+export const console_ = {
   key: sessionStorage.getItem(KEY_ITEM),
-  me: null, // who is signed in, and their role (/console/api/me)
+  me: /** @type {SignedIn | null} */ (null), // who is signed in, and their role (/console/api/me)
   historyStatus: "",
   rendering: false,
   follow: null, // {until, done(data) -> text|null}: refresh often until `done` says so
@@ -29,9 +36,31 @@ const console_ = {
 
 // --- talking to the app ------------------------------------------------------------------
 
-class KeyRefused extends Error {}
+export class KeyRefused extends Error {}
 
-class ApiFailed extends Error {
+/**
+ * One problem of an ARM error answer (`error.details[]`).
+ * @typedef {{target?: string, code?: string, message: string}} ProblemDetail
+ */
+
+/**
+ * Who is signed in (GET /console/api/me).
+ * @typedef {object} SignedIn
+ * @property {string} name
+ * @property {string} objectId
+ * @property {boolean} administrator
+ * @property {string | null} role the strongest role over the whole service, lower case
+ * @property {string} roleName
+ * @property {{role: string, scope: string}[]} grants role assignments, at any scope
+ */
+
+export class ApiFailed extends Error {
+  /**
+   * @param {number} status the HTTP status of the answer
+   * @param {string} message
+   * @param {ProblemDetail[]} [details]
+   * @param {any} [body] any JSON: an import's report (`resources`), or any other error answer
+   */
   constructor(status, message, details = [], body = null) {
     super(message);
     this.status = status;
@@ -40,11 +69,18 @@ class ApiFailed extends Error {
   }
 }
 
-async function call(method, path, { query = {}, body } = {}) {
+/**
+ * One call to the app; an answer other than 2xx becomes an ApiFailed.
+ * @param {string} method
+ * @param {string} path
+ * @param {{query?: Record<string, string>, body?: unknown}} [options]
+ */
+export async function call(method, path, { query = {}, body } = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
   // A token (three base64url parts) goes as a bearer token; anything else is the function key.
   // Signed in through the platform, there is neither: its cookie says who is calling.
+  /** @type {Record<string, string>} */
   const headers = {};
   if (console_.key && TOKEN.test(console_.key)) headers.Authorization = `Bearer ${console_.key}`;
   else if (console_.key && console_.key !== PLATFORM) headers["x-functions-key"] = console_.key;
@@ -71,15 +107,15 @@ async function call(method, path, { query = {}, body } = {}) {
   return parsed;
 }
 
-const consoleApi = (path) => call("GET", `/console/api/${path}`);
-const arm = (method, resourceId, suffix = "", options = {}) =>
+export const consoleApi = (path) => call("GET", `/console/api/${path}`);
+export const arm = (method, resourceId, suffix = "", options = {}) =>
   call(method, resourceId + suffix, {
     ...options, query: { "api-version": API_VERSION, ...(options.query || {}) },
   });
 
-const encoded = (...parts) => parts.map(encodeURIComponent).join("/");
+export const encoded = (...parts) => parts.map(encodeURIComponent).join("/");
 
-function collectionId(subscription, group, name) {
+export function collectionId(subscription, group, name) {
   return `/subscriptions/${encodeURIComponent(subscription)}/resourceGroups/${encodeURIComponent(group)}` +
     `/providers/Microsoft.Scheduler/jobCollections/${encodeURIComponent(name)}`;
 }
@@ -89,7 +125,7 @@ function collectionId(subscription, group, name) {
 // Elements are built with text nodes only: nothing the app returns is ever parsed as HTML.
 // Event handlers live in `element.handlers`, so that a refresh that keeps an element (see
 // `morph`) gives it the new page's handlers along with its new text.
-function h(tag, attributes = {}, ...children) {
+export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (value === false || value === null || value === undefined) continue;
@@ -105,7 +141,7 @@ function h(tag, attributes = {}, ...children) {
   return element;
 }
 
-function on(element, type, handler) {
+export function on(element, type, handler) {
   if (!element.handlers) element.handlers = {};
   if (!element.handlers[type]) {
     element.addEventListener(type, (event) => element.handlers[type](event));
@@ -134,7 +170,7 @@ function sameKind(current, next) {
 
 const KEPT_ATTRIBUTES = new Set(["style", "open"]); // set by the page or the user, not by data
 
-function update(current, next) {
+export function update(current, next) {
   if (current.nodeType !== Node.ELEMENT_NODE) {
     if (current.data !== next.data) current.data = next.data;
     return;
@@ -152,7 +188,7 @@ function update(current, next) {
   morph(current, Array.from(next.childNodes));
 }
 
-function exactTime(iso) {
+export function exactTime(iso) {
   // "2026-12-01T02:30:19.5Z" -> "2026-12-01 02:30:19 UTC": to the second, as runs are recorded.
   return iso.replace("T", " ").replace(/(\.\d+)?(Z|\+00:00)$/, "") + " UTC";
 }
@@ -178,14 +214,14 @@ function relativeTime(iso) {
 }
 
 // A time to the second in UTC; in the job's zone too when it has one; and how far away it is.
-function when(iso, zone = null) {
+export function when(iso, zone = null) {
   if (!iso) return h("span", { class: "empty" }, "none");
   return h("time", { class: "when", datetime: iso }, exactTime(iso),
     zone ? h("small", { class: "local" }, localTime(iso, zone)) : null,
     h("small", {}, relativeTime(iso)));
 }
 
-function badge(text) {
+export function badge(text) {
   return h("span", { class: `badge ${text}` }, text);
 }
 
@@ -203,12 +239,12 @@ function troubleMarks(job) {
     job.trouble.map(({ kind, words }) => h("li", { class: `trouble ${kind}` }, words)));
 }
 
-function cell(label, ...content) {
+export function cell(label, ...content) {
   return h("td", { "data-label": label }, ...content);
 }
 
 // A table scrolls sideways inside its own box when it cannot fit, never the whole page.
-function table(headings, rows, emptyText, caption = null) {
+export function table(headings, rows, emptyText, caption = null) {
   if (rows.length === 0) return h("p", { class: "empty" }, emptyText);
   return h("div", { class: "table-fit" }, h("table", { class: "cards" },
     caption ? h("caption", { class: "visually-hidden" }, caption) : null,
@@ -217,14 +253,14 @@ function table(headings, rows, emptyText, caption = null) {
 }
 
 // An action's result, shown at once where the eye is (and read out by screen readers).
-function notify(text, kind = "done") {
+export function notify(text, kind = "done") {
   const notice = document.getElementById("notice");
   notice.className = `notice ${kind}`;
   notice.textContent = text;
 }
 
 // Goes to another page, with the result of what took the user there.
-function navigate(hash, result) {
+export function navigate(hash, result) {
   console_.pendingNotice = result;
   location.hash = hash;
 }
@@ -237,7 +273,7 @@ function setTrail(...steps) {
 
 // --- actions ---------------------------------------------------------------------------
 
-function actionButton(text, focusKey, work, extra = {}) {
+export function actionButton(text, focusKey, work, extra = {}) {
   return h("button", {
     type: "button",
     "data-focus": focusKey,
@@ -259,7 +295,7 @@ function actionButton(text, focusKey, work, extra = {}) {
 }
 
 function confirmDelete(what) {
-  const dialog = document.getElementById("confirm");
+  const dialog = /** @type {HTMLDialogElement} */ (document.getElementById("confirm"));
   document.getElementById("confirm-text").textContent =
     `Delete ${what}? Its history goes with it; this cannot be undone.`;
   document.getElementById("confirm-button").textContent = `Delete ${what}`;
@@ -272,12 +308,12 @@ function confirmDelete(what) {
 
 // "/subscriptions/s/resourceGroups/g/providers/Microsoft.Scheduler/jobCollections/c/jobs/j"
 // -> "collections/s/g/c/jobs/j", the console's own address of it.
-function jobPath(armId) {
+export function jobPath(armId) {
   const parts = armId.split("/");
   return ["collections", parts[2], parts[4], parts[8], "jobs", parts[10]].join("/");
 }
 
-function collectionPath(armId) {
+export function collectionPath(armId) {
   const parts = armId.split("/");
   return ["collections", parts[2], parts[4], parts[8]].join("/");
 }
@@ -527,7 +563,7 @@ async function jobView(subscription, group, name, jobName) {
   };
 }
 
-function message(text) {
+export function message(text) {
   const firstLine = text.split("\n", 1)[0];
   if (firstLine.length <= 100 && firstLine === text) return text;
   return h("details", {}, h("summary", {}, firstLine.slice(0, 100) || "(details)"), h("pre", {}, text));
@@ -547,7 +583,7 @@ function notFound(what, back, backText) {
 
 // --- routing, refreshing, signing in -----------------------------------------------------
 
-function route() {
+export function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
   const [first, subscription, group, name, fifth, jobName, seventh] = parts;
   const overviewBack = ["#/", "Back to the job collections"];
@@ -579,7 +615,7 @@ function route() {
   return { view: overview };
 }
 
-async function refresh({ moveFocus = false } = {}) {
+export async function refresh({ moveFocus = false } = {}) {
   if (!console_.key) return showSignIn("");
   if (!console_.me) {
     try {
@@ -598,8 +634,8 @@ async function refresh({ moveFocus = false } = {}) {
   if (page.form && console_.shownHash === hash) return; // a form is never redrawn under the user
   console_.rendering = true;
   const view = document.getElementById("view");
-  const focused = document.activeElement && document.activeElement.dataset
-    ? document.activeElement.dataset.focus || document.activeElement.id : null;
+  const active = document.activeElement;
+  const focused = active instanceof HTMLElement ? active.dataset.focus || active.id : null;
   try {
     let shown;
     try {
@@ -625,9 +661,10 @@ async function refresh({ moveFocus = false } = {}) {
     if (console_.follow) followUp(shown.seen);
     // An element the update replaced gives the focus to its successor.
     const again = focused && !view.contains(document.activeElement) &&
-      (view.querySelector(`[data-focus="${CSS.escape(focused)}"]`) || document.getElementById(focused));
+      (/** @type {HTMLElement | null} */ (view.querySelector(`[data-focus="${CSS.escape(focused)}"]`)) ||
+        document.getElementById(focused));
     // The focus moves to a page just opened; a page updated in place keeps it where it is.
-    if (moveFocus && !samePage) (view.querySelector("[autofocus]") || view).focus();
+    if (moveFocus && !samePage) (/** @type {HTMLElement | null} */ (view.querySelector("[autofocus]")) || view).focus();
     else if (again) again.focus();
   } catch (failure) {
     handleFailure(failure);
@@ -650,7 +687,7 @@ function followUp(seen) {
   setTimeout(() => refresh(), FOLLOW_EVERY_MS);
 }
 
-function handleFailure(failure) {
+export function handleFailure(failure) {
   if (failure instanceof KeyRefused) {
     signOut("The key or token was refused (401): it may have expired. Sign in again.");
     return;
@@ -668,7 +705,7 @@ function showSignIn(error) {
   notify("", "");
   setTrail();
   const view = document.getElementById("view");
-  view.replaceChildren(document.getElementById("sign-in-template").content.cloneNode(true));
+  view.replaceChildren(/** @type {HTMLTemplateElement} */ (document.getElementById("sign-in-template")).content.cloneNode(true));
   document.getElementById("sign-in-error").textContent = error;
   document.getElementById("sign-in").addEventListener("submit", signIn);
   document.getElementById("key").focus();
@@ -686,7 +723,7 @@ async function whoAmI() {
 
 async function signIn(event) {
   event.preventDefault();
-  console_.key = document.getElementById("key").value.trim();
+  console_.key = /** @type {HTMLInputElement} */ (document.getElementById("key")).value.trim();
   try {
     await whoAmI(); // proves the key or token before it is kept
   } catch (failure) {
@@ -728,7 +765,7 @@ document.addEventListener("DOMContentLoaded", () => {
     refresh({ moveFocus: true });
   });
   setInterval(() => {
-    const busy = document.hidden || document.getElementById("confirm").open ||
+    const busy = document.hidden || /** @type {HTMLDialogElement} */ (document.getElementById("confirm")).open ||
       (document.activeElement && document.activeElement.tagName === "SELECT");
     if (console_.key && !busy) refresh();
   }, REFRESH_EVERY_MS);

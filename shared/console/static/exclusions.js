@@ -1,8 +1,11 @@
+// @ts-check
 // The job form's days off (recurrence.exclusions and onExcluded): public holiday calendars,
 // blackout dates and ranges, weekdays that are not business days, and what becomes of a run
-// that falls on one of them; and the preview's list of the runs they skip or move. Loaded after
-// forms.js, whose Form and helpers it uses, and before console.js.
-"use strict";
+// that falls on one of them; and the preview's list of the runs they skip or move. Imports
+// forms.js's path helpers and console.js's.
+import { consoleApi, h, on, when } from "./console.js";
+import { WEEK_DAYS, getAt, setAt } from "./forms.js";
+
 
 const ON_EXCLUDED = {
   "": "Skip the run (default)", Skip: "Skip the run",
@@ -26,7 +29,7 @@ const datesText = (span) => (typeof span === "string" ? span : `${span.from} to 
 // The fields of the days off, drawn from the model each time the form is (a list's change
 // redraws the form). Nothing here writes the model until the user changes it, so an existing
 // job's exclusions are saved back exactly as they were read.
-function exclusionFields(editor) {
+export function exclusionFields(editor) {
   const form = editor.form;
   const model = editor.model;
   const at = (...path) => ["recurrence", "exclusions", ...path];
@@ -110,7 +113,7 @@ function dateFields(form, path, dates, listChanged) {
 
 // The preview's runs that the days off skip or move, each with its reason in words (a symbol
 // beside them, never colour alone).
-function excludedItems(excluded, zone) {
+export function excludedItems(excluded, zone) {
   return excluded.map((item) => h("li", { class: item.movedTo ? "moved" : "skipped" },
     h("span", { class: "mark", "aria-hidden": "true" }, item.movedTo ? "↷" : "⊘"), " ",
     h("strong", {}, item.movedTo ? "Moved: " : "Skipped: "), when(item.scheduled, zone),

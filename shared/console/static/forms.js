@@ -1,8 +1,11 @@
+// @ts-check
 // The console's forms: a job (every part of it, with a live preview of its runs) and a job
 // collection. Each form edits a JSON model, which its JSON view shows whole; a field writes one
-// path of the model. Loaded before console.js, whose helpers (h, arm, when, ...) it uses when
-// a form is built, after both have loaded.
-"use strict";
+// path of the model. Imports console.js's helpers (h, arm, when, ...), used only once a form
+// is built, so that the two modules' import of each other is harmless.
+import { ApiFailed, KeyRefused, PREVIEW_COUNT, PREVIEW_DELAY_MS, arm, collectionId, collectionPath, consoleApi, encoded, h, handleFailure, jobPath, message, navigate, on, when } from "./console.js";
+import { excludedItems, exclusionFields } from "./exclusions.js";
+
 
 const ACTION_TYPES = ["Https", "Http", "StorageQueue", "ServiceBusQueue", "ServiceBusTopic"];
 const ACTION_TYPE_WORDS = {
@@ -20,7 +23,7 @@ const HTTP_AUTHENTICATIONS = {
   ManagedServiceIdentity: "The app's managed identity",
 };
 const FREQUENCIES = ["Minute", "Hour", "Day", "Week", "Month"];
-const WEEK_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+export const WEEK_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const TIME_ZONES = ["UTC", "Europe/London", "Europe/Berlin", "America/New_York", "America/Los_Angeles",
   "Asia/Tokyo", "Australia/Sydney", "W. Europe Standard Time", "Pacific Standard Time"];
 // Where each secret lives in an action (a read leaves them out; the form never shows them).
@@ -89,14 +92,14 @@ function instantOf(text) {
 // --- the model -------------------------------------------------------------------------
 
 const clone = (value) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
-const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+export const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 
-function getAt(model, path) {
+export function getAt(model, path) {
   return path.reduce((node, part) => (isObject(node) ? node[part] : undefined), model);
 }
 
 // Sets (or, for undefined, removes) the value at `path`; objects left empty go with it.
-function setAt(model, path, value) {
+export function setAt(model, path, value) {
   let node = model;
   for (const part of path.slice(0, -1)) {
     if (!isObject(node[part])) node[part] = {};
@@ -286,6 +289,12 @@ class Form {
 
   // The API's problems beside the fields they name (`properties.action.request.uri`); those of
   // no field here are listed with the form's own message. Answers how many were shown.
+  /**
+   * @param {import("./console.js").ProblemDetail[]} details
+   * @param {string} prefix the path this form's fields sit under
+   * @param {Element} general the list for problems that name no field here
+   * @param {(target: string) => boolean} [ignored]
+   */
   showProblems(details, prefix, general, ignored = () => false) {
     this.clearProblems();
     const unplaced = [];
@@ -325,7 +334,7 @@ function newJobModel() {
   };
 }
 
-async function jobForm([subscription, group, name], jobName) {
+export async function jobForm([subscription, group, name], jobName) {
   const collection = collectionId(subscription, group, name);
   const collectionHref = `#/collections/${encoded(subscription, group, name)}`;
   let original = null;
@@ -775,11 +784,11 @@ class JobEditor {
 
 const SKUS = { Free: "Free", Standard: "Standard", P10Premium: "P10 Premium", P20Premium: "P20 Premium" };
 
-async function collectionForm(names) {
+export async function collectionForm(names) {
   let original = null;
   if (names) {
     const found = await arm("GET", collectionId(...names));
-    original = { location: found.location, properties: clone(found.properties) };
+    original = /** @type {{location: string, properties: object, tags?: object}} */ ({ location: found.location, properties: clone(found.properties) });
     if (found.tags) original.tags = found.tags;
   }
   const model = original ? clone(original) : { location: "West Europe", properties: { sku: { name: "Standard" } } };

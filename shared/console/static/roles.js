@@ -1,7 +1,9 @@
+// @ts-check
 // The console's role assignments page: a contributor lists, gives and takes away the roles of a
 // subscription (GET, PUT and DELETE .../providers/Microsoft.Scheduler/roleAssignments), through
 // the management API like every other change. Uses console.js's helpers.
-"use strict";
+import { API_VERSION, ApiFailed, call, cell, console_, h, handleFailure, notify, refresh, table } from "./console.js";
+
 
 const ROLE_NAMES = ["Scheduler.Reader", "Scheduler.Operator", "Scheduler.Contributor"];
 // Which answer field a form field gives (ARM's error details name it as their target).
@@ -86,10 +88,10 @@ function assignmentForm(subscription) {
     h("label", { for: id }, label), control, hint(id, help));
   const submit = async (event) => {
     event.preventDefault();
-    const principalId = document.getElementById("assignment-principal").value.trim();
-    const roleName = document.getElementById("assignment-role").value;
-    const scope = document.getElementById("assignment-scope").value.trim() || `/subscriptions/${subscription}`;
-    const button = document.getElementById("assignment-add");
+    const principalId = /** @type {HTMLInputElement} */ (document.getElementById("assignment-principal")).value.trim();
+    const roleName = /** @type {HTMLSelectElement} */ (document.getElementById("assignment-role")).value;
+    const scope = /** @type {HTMLInputElement} */ (document.getElementById("assignment-scope")).value.trim() || `/subscriptions/${subscription}`;
+    const button = /** @type {HTMLButtonElement} */ (document.getElementById("assignment-add"));
     button.disabled = true;
     document.getElementById("assignment-error").textContent = "";
     try {
@@ -123,7 +125,7 @@ function assignmentForm(subscription) {
     h("p", { id: "assignment-error", class: "error", role: "alert" }));
 }
 
-async function rolesView(subscription) {
+export async function rolesView(subscription) {
   const trail = [["Job collections", "#/"], [`Role assignments of ${subscription}`]];
   if (!managesRoles(subscription)) {
     // The link is hidden from them; an address typed in shows this rather than the page.

@@ -1,7 +1,10 @@
+// @ts-check
 // Templates in and out (docs/templates.md): a collection or a resource group exported as a
 // deployment template file, and a template file imported into a resource group, what-if first.
-// Loaded before console.js, whose helpers (h, arm, call, notify...) it uses once both have loaded.
-"use strict";
+// Imports console.js's helpers (h, arm, call, notify...).
+import { ApiFailed, actionButton, arm, badge, call, cell, collectionPath, encoded, h, handleFailure, jobPath, message, notify, on, table, update, when } from "./console.js";
+import { isObject } from "./forms.js";
+
 
 const IMPORT_OUTCOME_WORDS = {
   Created: "created", Updated: "changed", Unchanged: "unchanged", Deleted: "deleted",
@@ -35,7 +38,7 @@ async function exportTemplate(resourceId, suffix, fileName) {
       `${secrets === 1 ? "it" : "them"} again when importing.` : ".");
 }
 
-function templateButtons(collection) {
+export function templateButtons(collection) {
   const subscription = collection.subscription;
   // Export writes secrets as parameters and import changes things: a contributor's.
   return h("div", { class: "actions", "data-needs": "contributor" },
@@ -53,7 +56,7 @@ function templateButtons(collection) {
 // --- import ------------------------------------------------------------------------------
 
 // The import page: files and choices, then what-if, then (confirmed) the same body applied.
-function importForm(where) {
+export function importForm(where) {
   const [subscription, group] = where || ["", ""];
   const problems = h("p", { id: "import-problem", class: "error", role: "alert" });
   const outcome = h("section", { id: "import-outcome", class: "import-outcome", tabindex: "-1",
@@ -196,7 +199,7 @@ function importForm(where) {
 // The request's body from the form; a field that is missing or not JSON is marked.
 async function importBody(form) {
   for (const marked of form.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
-  const value = (id) => document.getElementById(id).value.trim();
+  const value = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ (document.getElementById(id)).value.trim();
   for (const [id, words] of [["import-subscription", "The subscription"], ["import-group", "The resource group"]]) {
     if (!value(id)) throw invalidField(id, `${words} is required.`);
   }
@@ -209,7 +212,7 @@ async function importBody(form) {
     const fromFile = parameters && isObject(parameters.parameters) ? parameters.parameters : parameters;
     body.parameters = { ...(isObject(fromFile) ? fromFile : {}), ...typed };
   }
-  const modeChosen = document.querySelector("input[name='import-mode']:checked");
+  const modeChosen = /** @type {HTMLInputElement | null} */ (document.querySelector("input[name='import-mode']:checked"));
   body.mode = modeChosen ? modeChosen.value : "Incremental";
   if (value("import-location")) body.location = value("import-location");
   const start = value("import-start");
@@ -346,7 +349,7 @@ function callsIn(expression) {
 }
 
 async function jsonFile(id, words) {
-  const input = document.getElementById(id);
+  const input = /** @type {HTMLInputElement} */ (document.getElementById(id));
   const chosen = input.files[0];
   if (!chosen) {
     if (input.required) throw invalidField(id, `${words} is required: choose one.`);
