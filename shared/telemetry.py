@@ -34,6 +34,7 @@ may carry secrets).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import Meter, MeterProvider, Observation
     from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     from shared.settings import Settings
 
@@ -151,10 +153,12 @@ class Telemetry:
                 HAND_OFF_SPAN,
                 context=_carried(delivery) or Context(),  # an empty context: a new trace
                 kind=SpanKind.PRODUCER,
+                # Only what finds the execution: the rest is on the execution span, and every
+                # attribute here costs each message (issue 48's 10% budget).
                 attributes={
-                    **_attempt_attributes(delivery.job, delivery.pending.attempt),
-                    **_job_attributes(delivery.job),
-                    "scheduler.due": iso(delivery.pending.due),
+                    "collection": delivery.job.collection.name,
+                    "job": delivery.job.name,
+                    "scheduler.execution_id": execution_id(delivery.job, delivery.pending.attempt),
                 },
             )
             for delivery in deliveries
@@ -323,10 +327,9 @@ def _continues(delivery: Delivery) -> bool:
 def _context_of(span: Span) -> tuple[tuple[str, str], ...]:
     """The span's W3C trace context, as the headers `traceparent` (and `tracestate`)."""
     from opentelemetry.trace import set_span_in_context
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier, context=set_span_in_context(span))
+    _propagator().inject(carrier, context=set_span_in_context(span))
     return tuple(carrier.items())
 
 
@@ -336,9 +339,15 @@ def _carried(delivery: Delivery) -> Context | None:
     an empty context, so a new trace."""
     if not delivery.trace_context:
         return None
+    return _propagator().extract(dict(delivery.trace_context))
+
+
+@functools.cache
+def _propagator() -> TraceContextTextMapPropagator:
+    """One W3C propagator for the process, not one built per message."""
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    return TraceContextTextMapPropagator().extract(dict(delivery.trace_context))
+    return TraceContextTextMapPropagator()
 
 
 OFF = Telemetry()
