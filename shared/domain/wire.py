@@ -74,6 +74,9 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="ignore",
         frozen=True,
+        # Validators are built on a model's first use, so a cold start pays only for the
+        # models its one request touches (issue 49).
+        defer_build=True,
     )
 
     @model_validator(mode="before")
