@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
-from typing import TypedDict
+from typing import TypedDict, Unpack
 from urllib.parse import unquote, urlsplit
 from xml.etree import ElementTree
 
@@ -206,6 +206,15 @@ class RequestSent:
 RequestHook = Callable[[RequestSent], None]
 
 
+class SendOptions(TypedDict, total=False):
+    """What a request carries beside its method and path (`StorageEndpoint.send`)."""
+
+    query: str  # without the "?"
+    headers: Mapping[str, str] | None
+    body: bytes | None
+    repeatable: bool  # False: a write a second copy could apply twice (see `send`)
+
+
 class StorageEndpoint:
     """One storage service endpoint (`https://account.table.core.windows.net`, or Azurite's
     `http://127.0.0.1:10002/devstoreaccount1`): signed requests on pooled connections."""
@@ -240,22 +249,15 @@ class StorageEndpoint:
     def absolute(self, path: str) -> str:
         return self._origin + path
 
-    def send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: str = "",
-        headers: Mapping[str, str] | None = None,
-        body: bytes | None = None,
-        repeatable: bool = True,
-    ) -> Answer:
+    def send(self, method: str, path: str, **options: Unpack[SendOptions]) -> Answer:
         """Send with retries; the answer, whatever its status. ServiceRequestError when no
         connection could be made, ServiceResponseError when none answered, after every try.
 
         `repeatable=False` for a write that a second copy could apply twice (an insert, an
         etag-checked write, a batch): once it may have reached storage and its answer was lost,
         it is not sent again but raises AnswerLost, for the caller to resolve by reading."""
+        query, headers = options.get("query", ""), options.get("headers")
+        body, repeatable = options.get("body"), options.get("repeatable", True)
         target = f"{path}?{query}" if query else path
         url = self._origin + target
         last = self._tries - 1

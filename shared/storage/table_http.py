@@ -19,7 +19,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Protocol, TypedDict, TypeVar
+from typing import Protocol, TypedDict, TypeVar, Unpack
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
@@ -35,6 +35,7 @@ from shared.domain.wire import EntityValue, SdkAnswer
 from shared.storage.storage_http import (
     Answer,
     AnswerLost,
+    SendOptions,
     StorageEndpoint,
     error_message,
     raise_for,
@@ -333,20 +334,9 @@ class TableHttp:
         keys = f"PartitionKey='{_key(partition_key)}',RowKey='{_key(row_key)}'"
         return self._endpoint.path(f"{quote(self.table_name)}({keys})")
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: str = "",
-        headers: Mapping[str, str] | None = None,
-        body: bytes | None = None,
-        repeatable: bool = True,
-    ) -> Answer:
-        sent = {**_TABLE_HEADERS, **(headers or {})}
-        return self._endpoint.send(
-            method, path, query=query, headers=sent, body=body, repeatable=repeatable
-        )
+    def _send(self, method: str, path: str, **options: Unpack[SendOptions]) -> Answer:
+        options["headers"] = {**_TABLE_HEADERS, **(options.get("headers") or {})}
+        return self._endpoint.send(method, path, **options)
 
 
 def _shows(stored: Row, entity: Entity, mode: UpdateMode) -> bool:
