@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 
+from azure.core.exceptions import AzureError
+
 from shared.domain.attempts import Attempt, Delivery, Pending
 from shared.domain.collection import CollectionState, over_limits
 from shared.domain.collection_document import CollectionDocument
@@ -32,6 +34,7 @@ from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
 from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher
+from shared.logs import app_logger
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.errors import (
     ChangedSinceRead,
@@ -55,6 +58,9 @@ def _same_as_stored(document: JobDocument, stored: JobDocument) -> bool:
     """Whether a new definition's document says nothing that the stored one does not: equal to
     it but for the moment it was defined (then the stored one's deliveries serve it as well)."""
     return replace(document, defined_at=stored.defined_at) == stored
+
+
+log = app_logger("scheduler.scheduling")
 
 
 class Scheduling:
@@ -88,26 +94,33 @@ class Scheduling:
                 if attempt:
                     slot = self._storage.jobs.job_slot(job)
                 try:
-                    stored, created = self._save_definition_on(
+                    saved = self._save_definition_on(
                         job, properties, now, collection, slot,
                         preconditions=preconditions or Preconditions(), state_reason=state_reason,
                     )  # fmt: skip
                 except _LostRace as lost:
                     sent_by_lost_attempts.append(lost.dispatched)
                     continue
-                self._withdraw_all_but(sent_by_lost_attempts, stored)
-                return stored, created
-            raise ModifiedConcurrently("job")
+                break
+            else:
+                raise ModifiedConcurrently("job")
         except (StorageError, Refused):
             self._withdraw_all_but(sent_by_lost_attempts, None)
             raise
+        try:
+            self._withdraw_all_but(sent_by_lost_attempts, saved[0])
+        except AzureError:
+            # The write stands: a row left behind is of a definition the job no longer has, and
+            # the executor drops its delivery as stale when it comes due.
+            log.warning("job %s: what a lost attempt sent stays until it comes due", job.name)
+        return saved
 
     def _withdraw_all_but(self, sent: list[Dispatched], stored: StoredJob | None) -> None:
         """Take back what lost attempts sent, except the due-index rows `stored` waits for. An
         attempt of the same definition at the same instant as the write that beat it indexes
         the very rows that write indexed (a row's key is its delivery): taking them back would
         leave the winner's job missing from the due index."""
-        kept = set()
+        kept: set[tuple[JobId, datetime, datetime]] = set()
         if stored is not None:
             document = stored.document
             kept = {(stored.id, document.defined_at, pending.due) for pending in document.pending}

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from azure.core.exceptions import ServiceRequestError
 
 from shared.domain.ids import JobId
 from shared.domain.job_definition import JobBody, JobProperties, JobState
@@ -169,3 +170,26 @@ def test_a_create_that_loses_to_another_creator_replaces_the_job_it_finds(
     assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/second"
     counted = pipeline.store.jobs.job_slot(JobId(pipeline.collection, "any"), counted=True)
     assert counted.jobs_in_collection == len(pipeline.store.jobs.jobs(pipeline.collection)) == 1
+
+
+def test_a_write_that_landed_stands_when_taking_back_what_its_lost_attempt_sent_fails(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = JobId(pipeline.collection, "stands")
+    pipeline.services.scheduling.save_definition(
+        job, definition(pipeline, "/old"), pipeline.clock()
+    )
+    scheduling, jobs = raced(pipeline, lambda: settle(pipeline, job, ran_once))
+
+    def storage_down(_: object) -> None:
+        raise ServiceRequestError("storage unreachable")
+
+    monkeypatch.setattr(pipeline.dispatcher, "withdraw", storage_down)
+    pipeline.clock.at += timedelta(seconds=1)
+
+    stored, created = scheduling.save_definition(job, definition(pipeline, "/new"), pipeline.clock())
+
+    assert not created and jobs.job_writes == 2
+    kept = pipeline.job(job)
+    assert kept.etag == stored.etag
+    assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/new"
