@@ -53,14 +53,13 @@ from shared.storage.interface import (
     StoredJob,
 )
 
+log = app_logger("scheduler.scheduling")
+
 
 def _same_as_stored(document: JobDocument, stored: JobDocument) -> bool:
     """Whether a new definition's document says nothing that the stored one does not: equal to
     it but for the moment it was defined (then the stored one's deliveries serve it as well)."""
     return replace(document, defined_at=stored.defined_at) == stored
-
-
-log = app_logger("scheduler.scheduling")
 
 
 class Scheduling:
