@@ -16,10 +16,9 @@ from typing import NamedTuple, Protocol
 from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
-from shared.domain.job_definition import Action, ActionName, ActionType, ErrorAction
+from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobProperties
 from shared.domain.job_document import secret_values
 from shared.domain.redaction import masked_values, redact_text
-from shared.domain.wire import JsonObject
 from shared.logs import app_logger
 
 log = app_logger("scheduler.actions")
@@ -56,23 +55,24 @@ class Actions:
         self._clock, self._performers = clock, performers
 
     def perform(
-        self, definition: JsonObject, job: JobId, attempt: Attempt, region: str = ""
+        self, properties: JobProperties, job: JobId, attempt: Attempt, region: str = ""
     ) -> Outcome:
         """Run the attempt's action (the main one or the errorAction) and say how it went."""
-        stored = definition["action"]
-        error_action = attempt.action is ActionName.ERROR_ACTION
-        if error_action:
-            stored = stored["errorAction"]
+        action: ErrorAction | None = properties.action
+        if attempt.action is ActionName.ERROR_ACTION:
+            action = properties.action.error_action
         started = self._clock()
-        performer = self._performers.get(stored["type"])
-        if performer is None:
-            message = f"The action could not be performed: no performer for type {stored['type']}"
+        performer = None if action is None else self._performers.get(action.type)
+        if action is None or performer is None:
+            missing = (
+                "no errorAction" if action is None else f"no performer for {action.type.value}"
+            )
+            message = f"The action could not be performed: {missing}"
             return Outcome(False, started, self._clock(), message)
         # What a target echoes back (a body quoting the request), or an exception quotes, must
         # not carry the job's secrets into history and the logs.
-        secrets = secret_values(definition)
+        secrets = secret_values(properties)
         try:
-            action = (ErrorAction if error_action else Action).model_validate(stored)
             succeeded, message = performer.perform(action, job, attempt, region)
         except Exception as error:  # a fault of ours is a failed attempt, never a lost record
             # The traceback goes through redact_text: an exception's message may quote the

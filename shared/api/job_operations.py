@@ -5,16 +5,17 @@ from __future__ import annotations
 from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.paging import SKIPTOKEN, next_link, page, skiptoken
+from shared.api.patch_secrets import secrets_staying
 from shared.api.query import equality_filter, page_bounds, whole_number
 from shared.domain.collection import CollectionState
 from shared.domain.ids import HISTORY_TYPE, JOB_TYPE, JobId
 from shared.domain.job_definition import HistoryStatus, JobBody, JobState
-from shared.domain.job_document import occurrences_of, secrets_staying, stored_definition
+from shared.domain.job_document import occurrences_of
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest
 from shared.domain.schedule.exclusion_reasons import excluded_occurrences
 from shared.domain.schedule.timezones import iana_name
-from shared.domain.schedule.words import describe_schedule
+from shared.domain.schedule.words import describe
 from shared.domain.wire import JsonObject, iso, merge_patch
 from shared.services import Services
 from shared.storage.errors import NotFound
@@ -47,7 +48,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     patch = request.json_body()
     if not isinstance(patch, dict):
         raise InvalidRequest.because("", "the request body must be a JSON object")
-    definition = current.document.definition
+    definition = current.document.properties.to_wire()  # a merge patch applies to JSON
     merged_body = merge_patch({"properties": definition}, patch)
     if isinstance(merged_body.get("properties"), dict):  # a secret goes only where it came from
         staying = secrets_staying(definition, merged_body["properties"])
@@ -146,16 +147,16 @@ def preview_occurrences(request: ApiRequest, services: Services) -> ApiResponse:
     problems = definition_problems(body.properties, sku=sku, now=defined_at)
     if problems:
         raise InvalidRequest(problems)
-    definition = stored_definition(body.properties)
-    schedule = occurrences_of(definition, defined_at)
+    properties = body.properties
+    schedule = occurrences_of(properties, defined_at)
     upcoming = schedule.upcoming(_preview_count(request))
     answer: JsonObject = {
         "value": [iso(instant) for instant in upcoming],
-        "schedule": describe_schedule(definition),
+        "schedule": describe(properties.starts_at, properties.recurrence),
     }
     if upcoming and schedule.calendar is not None:  # our extension of an extension
         answer["excluded"] = excluded_occurrences(schedule, defined_at, upcoming[-1])
-    zone = iana_name((definition.get("recurrence") or {}).get("timeZone"))
+    zone = iana_name(properties.recurrence.time_zone if properties.recurrence else None)
     if zone is not None:  # a schedule in UTC has none
         answer["timeZone"] = zone
     return ApiResponse(200, answer)

@@ -13,11 +13,12 @@ from datetime import datetime, timedelta
 from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
-from shared.domain.job_definition import ActionName, JobState
+from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobState
 from shared.domain.redaction import redacted_definition
 from shared.domain.schedule.exclusion_reasons import excluded_occurrences
+from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.schedule.timezones import iana_name
-from shared.domain.schedule.words import describe_schedule
+from shared.domain.schedule.words import describe
 from shared.domain.wire import JsonObject, iso
 from shared.storage.interface import StoredCollection, StoredJob
 
@@ -137,9 +138,9 @@ def job_row(stored: StoredJob, now: datetime) -> JobRow:
         "state": document.state.value,
         "stateReason": document.state_reason,  # why it was put in that state, if a client said
         "trouble": [{"kind": kind, "words": TROUBLE[kind]} for kind in trouble(stored, now)],
-        "timeZone": time_zone(document.definition),
-        "schedule": describe_schedule(document.definition),
-        "action": action_summary(document.definition["action"]),
+        "timeZone": time_zone(document.properties.recurrence),
+        "schedule": describe(document.properties.starts_at, document.properties.recurrence),
+        "action": action_summary(document.properties.action),
         "nextRun": iso(status.next_execution_time) if status.next_execution_time else None,
         "lastRun": document.last_attempt,
         "counts": {
@@ -185,10 +186,10 @@ def trouble(stored: StoredJob, now: datetime) -> list[str]:
     return found
 
 
-def time_zone(definition: JsonObject) -> TimeZoneView | None:
+def time_zone(recurrence: Recurrence | None) -> TimeZoneView | None:
     """The job's time zone as written and as its IANA name (which a browser can format in),
     or None for a job in UTC."""
-    written = (definition.get("recurrence") or {}).get("timeZone")
+    written = recurrence.time_zone if recurrence is not None else None
     iana = iana_name(written)
     return None if iana is None else {"name": str(written), "iana": iana}
 
@@ -210,7 +211,7 @@ def timeline(jobs: Iterable[StoredJob], now: datetime) -> Timeline:
             "name": stored.id.name,
             "runs": [iso(run) for run in runs],
             "more": busy,
-            "timeZone": time_zone(document.definition),
+            "timeZone": time_zone(document.properties.recurrence),
         }
         excluded = excluded_occurrences(document.schedule, now, until, TIMELINE_RUNS_PER_JOB)
         if excluded:
@@ -219,24 +220,21 @@ def timeline(jobs: Iterable[StoredJob], now: datetime) -> Timeline:
     return {"from": iso(now), "until": iso(until), "jobs": rows}
 
 
-def action_summary(action: JsonObject) -> str:
+def action_summary(action: ErrorAction) -> str:
     """What an action does, in a few words: its kind and where it goes, never its full URI."""
-    kind = action.get("type", "")
-    if kind.lower() in ("http", "https"):
-        request = action.get("request") or {}
+    request, queue_message = action.request, action.queue_message
+    if action.type in (ActionType.HTTP, ActionType.HTTPS) and request is not None:
         try:
-            target = urlsplit(request.get("uri", ""))
+            target = urlsplit(request.uri)
             where = f"{target.scheme}://{target.netloc.rpartition('@')[2]}"  # no user-info
         except ValueError:
             where = "an unreadable URI"
-        return f"{request.get('method', 'GET').upper()} {where}"
-    if kind == "StorageQueue":
-        message = action.get("queueMessage") or {}
-        return f"Storage queue {message.get('queueName')} of {message.get('storageAccount')}"
-    if kind == "ServiceBusQueue":
-        message = action.get("serviceBusQueueMessage") or {}
-        return f"Service Bus queue {message.get('queueName')} in {message.get('namespace')}"
-    if kind == "ServiceBusTopic":
-        message = action.get("serviceBusTopicMessage") or {}
-        return f"Service Bus topic {message.get('topicPath')} in {message.get('namespace')}"
-    return str(kind)
+        return f"{request.method.upper()} {where}"
+    if action.type is ActionType.STORAGE_QUEUE and queue_message is not None:
+        return f"Storage queue {queue_message.queue_name} of {queue_message.storage_account}"
+    queue, topic = action.service_bus_queue_message, action.service_bus_topic_message
+    if action.type is ActionType.SERVICE_BUS_QUEUE and queue is not None:
+        return f"Service Bus queue {queue.queue_name} in {queue.namespace}"
+    if action.type is ActionType.SERVICE_BUS_TOPIC and topic is not None:
+        return f"Service Bus topic {topic.topic_path} in {topic.namespace}"
+    return action.type.value

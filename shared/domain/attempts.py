@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shared.domain import history
-from shared.domain.ids import CollectionId, JobId
+from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName
-from shared.domain.wire import JsonObject, iso, parse_iso
+from shared.domain.wire import iso
 
 # The W3C trace context's headers, which a delivery may carry. One that is absent (a message sent
 # before they existed, or by a process without telemetry) or not a text is no error: the
@@ -52,25 +52,6 @@ class Attempt:
             return self.run_now and self.expected == earlier.expected
         return not self.run_now
 
-    def to_wire(self) -> JsonObject:
-        wire = {
-            "expected": iso(self.expected),
-            "action": self.action.value,
-            "retry": self.retry,
-            "runNow": self.run_now,
-        }
-        return wire | {"repeat": self.repeat} if self.repeat else wire
-
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> Attempt:
-        return cls(
-            expected=parse_iso(wire["expected"]),
-            action=ActionName(wire["action"]),
-            retry=int(wire["retry"]),
-            run_now=bool(wire["runNow"]),
-            repeat=int(wire.get("repeat", 0)),
-        )
-
 
 def execution_id(job: JobId, attempt: Attempt) -> str:
     """The occurrence's identity: its job and expected time (and whether it was a run-now).
@@ -98,13 +79,6 @@ class Claim:
     def live(self, now: datetime) -> bool:
         return now < self.until
 
-    def to_wire(self) -> JsonObject:
-        return {"holder": self.holder, "until": iso(self.until)}
-
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> Claim:
-        return cls(str(wire["holder"]), parse_iso(wire["until"]))
-
 
 @dataclass(frozen=True)
 class Pending:
@@ -117,24 +91,6 @@ class Pending:
     began: Attempt | None = None
     # Set while a delivery calls the try's target (kept in the job's document only).
     claim: Claim | None = None
-
-    def to_wire(self) -> JsonObject:
-        wire = {**self.attempt.to_wire(), "due": iso(self.due)}
-        if self.began is not None:
-            wire["began"] = self.began.to_wire()
-        if self.claim is not None:
-            wire["claim"] = self.claim.to_wire()
-        return wire
-
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> Pending:
-        began, claim = wire.get("began"), wire.get("claim")
-        return cls(
-            Attempt.from_wire(wire),
-            parse_iso(wire["due"]),
-            None if began is None else Attempt.from_wire(began),
-            None if claim is None else Claim.from_wire(claim),
-        )
 
 
 @dataclass(frozen=True)
@@ -150,37 +106,3 @@ class Delivery:
     # shared/telemetry.py writes and reads. Empty while telemetry is off, and then not written;
     # written under the headers' own names, the shortest (a message carries up to 64).
     trace_context: tuple[tuple[str, str], ...] = ()
-
-    def to_wire(self) -> JsonObject:
-        """The delivery as JSON, as a queue message or a due-index row carries it."""
-        collection = self.job.collection
-        sent = {} if self.sent_at is None else {"sentAt": iso(self.sent_at)}
-        wire = sent | {
-            "job": {
-                "subscription": collection.subscription,
-                "resourceGroup": collection.resource_group,
-                "collection": collection.name,
-                "job": self.job.name,
-            },
-            "definedAt": iso(self.defined_at),
-            "attempt": self.pending.to_wire(),
-        }
-        return wire | dict(self.trace_context) if self.trace_context else wire
-
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> Delivery:
-        """The delivery a message describes; KeyError, TypeError or ValueError if malformed."""
-        job = wire["job"]
-        collection = CollectionId(job["subscription"], job["resourceGroup"], job["collection"])
-        sent_at = wire.get("sentAt")
-        return cls(
-            JobId(collection, job["job"]),
-            parse_iso(str(wire["definedAt"])),
-            Pending.from_wire(wire["attempt"]),
-            parse_iso(sent_at) if sent_at else None,
-            tuple(
-                (name, value)
-                for name in TRACE_CONTEXT_FIELDS
-                if isinstance(value := wire.get(name), str)
-            ),
-        )

@@ -420,7 +420,7 @@ def _retry_after(
             raise ValueError("an exponential retry's jitter needs the job's id")
         execution = "" if job is None else execution_id(job, attempt)
         return Pending(following, now + retry_wait(retries, following, execution))
-    has_error_action = "errorAction" in document.definition["action"]
+    has_error_action = document.properties.action.error_action is not None
     if attempt.action is ActionName.MAIN_ACTION and has_error_action:
         return Pending(replace(attempt, action=ActionName.ERROR_ACTION, retry=0), now)
     return None

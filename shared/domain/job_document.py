@@ -12,12 +12,11 @@ headers masked), and the status (docs/behaviour.md#jobs says when it shows).
 from __future__ import annotations
 
 import base64
-import copy
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from shared.domain.attempts import Attempt, Claim, Pending
 from shared.domain.certificates import read_pfx
@@ -25,6 +24,8 @@ from shared.domain.collection import SkuName
 from shared.domain.history import KEPT_FOR
 from shared.domain.job_definition import (
     FINAL_STATES,
+    ErrorAction,
+    HttpAuthentication,
     HttpAuthenticationType,
     JobProperties,
     JobState,
@@ -33,36 +34,29 @@ from shared.domain.job_definition import (
     RetryType,
 )
 from shared.domain.redaction import (
-    is_secret_header,
     redacted_definition,
     request_secret_values,
     restored_definition,
-    same_endpoint,
 )
 from shared.domain.schedule.occurrences import Occurrences
-from shared.domain.schedule.recurrence import Recurrence
-from shared.domain.wire import JsonObject, iso, parse_iso
+from shared.domain.wire import JsonObject, iso
 
 # Where each secret lives in an action: (message, [sub-object], field).
-SECRETS = (
-    ("request", "authentication", "password"),
-    ("request", "authentication", "pfx"),
-    ("request", "authentication", "secret"),
-    ("queueMessage", "sasToken"),
-    ("serviceBusQueueMessage", "authentication", "sasKey"),
-    ("serviceBusTopicMessage", "authentication", "sasKey"),
-)
-# Where the secrets of an action that sends no HTTP request go: (message, field naming the place).
-_MESSAGE_DESTINATIONS = (
-    ("queueMessage", "storageAccount"),
-    ("serviceBusQueueMessage", "namespace"),
-    ("serviceBusTopicMessage", "namespace"),
-)
+# Where each secret field of an action is (pydantic's `exclude`, by field name): what a read of
+# a job leaves out.
+_ACTION_SECRETS: dict[str, Any] = {
+    "request": {"authentication": {"password", "pfx", "secret"}},
+    "queue_message": {"sas_token"},
+    "service_bus_queue_message": {"authentication": {"sas_key"}},
+    "service_bus_topic_message": {"authentication": {"sas_key"}},
+}
+_SECRET_FIELDS = {"action": {**_ACTION_SECRETS, "error_action": _ACTION_SECRETS}}
 DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no shorter one
 DEFAULT_RETRY_COUNT = 4
 # Exponential retries without a maximumInterval wait at most this long (Logic Apps' default).
 DEFAULT_LONGEST_RETRY_WAIT = timedelta(days=1)
+_Action = TypeVar("_Action", bound=ErrorAction)  # an action, or its errorAction
 
 
 @dataclass(frozen=True)
@@ -75,8 +69,9 @@ class JobStatus:
     last_execution_time: datetime | None = None
     next_execution_time: datetime | None = None
 
-    def to_wire(self) -> JsonObject:
-        wire: JsonObject = {
+    def to_wire(self) -> StatusWire:
+        """The status as the API shows it and storage keeps it."""
+        wire: StatusWire = {
             "executionCount": self.execution_count,
             "failureCount": self.failure_count,
             "faultedCount": self.faulted_count,
@@ -87,16 +82,15 @@ class JobStatus:
             wire["nextExecutionTime"] = iso(self.next_execution_time)
         return wire
 
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> JobStatus:
-        last, following = wire.get("lastExecutionTime"), wire.get("nextExecutionTime")
-        return cls(
-            execution_count=wire.get("executionCount", 0),
-            failure_count=wire.get("failureCount", 0),
-            faulted_count=wire.get("faultedCount", 0),
-            last_execution_time=parse_iso(last) if last else None,
-            next_execution_time=parse_iso(following) if following else None,
-        )
+
+class StatusWire(TypedDict):
+    """A job's status on the wire."""
+
+    executionCount: int
+    failureCount: int
+    faultedCount: int
+    lastExecutionTime: NotRequired[str]
+    nextExecutionTime: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -126,30 +120,14 @@ class Retries:
         first = policy.interval or policy.minimum or default
         return cls(count, first, policy.maximum or max(DEFAULT_LONGEST_RETRY_WAIT, first))
 
-    def to_wire(self) -> JsonObject:
-        wire: JsonObject = {
-            "count": self.count,
-            "intervalSeconds": self.interval.total_seconds(),
-        }
-        if self.maximum is not None:
-            wire["maximumSeconds"] = self.maximum.total_seconds()
-        return wire
-
-    @classmethod
-    def from_wire(cls, wire: JsonObject) -> Retries:
-        maximum = wire.get("maximumSeconds")
-        return cls(
-            wire["count"],
-            timedelta(seconds=wire["intervalSeconds"]),
-            None if maximum is None else timedelta(seconds=maximum),
-        )
-
 
 @dataclass(frozen=True)
 class JobDocument:
-    """A job as stored: its definition (wire JSON, secrets included) and all the service keeps."""
+    """A job as stored: its definition (secrets included) and all the service keeps."""
 
-    definition: JsonObject
+    # As the client sent it, with the state it is in and the facts its certificate's pfx gives
+    # (`stored_properties`); validated where it came in, and again where storage reads it.
+    properties: JobProperties
     defined_at: datetime
     retries: Retries = Retries()
     status: JobStatus = JobStatus()
@@ -167,10 +145,11 @@ class JobDocument:
 
     @classmethod
     def defined(
-        cls, definition: JsonObject, defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
+        cls, properties: JobProperties, defined_at: datetime, *, sku: SkuName = SkuName.STANDARD,
         region: str = "", previous: JobDocument | None = None, state_reason: str | None = None,
     ) -> JobDocument:  # fmt: skip
-        """The document of a definition saved at `defined_at` in a collection of `sku`, waiting
+        """The document of a stored definition (`stored_properties`) saved at `defined_at` in a
+        collection of `sku`, waiting
         for its first occurrence if it is enabled. A new definition starts its schedule afresh;
         the counts of what already ran (`previous`, the document it replaces) stay, and so does
         the count of its history entries, which outlive the redefinition. `state_reason` is the
@@ -179,19 +158,17 @@ class JobDocument:
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)
             history_count, last_attempt = previous.history_count, previous.last_attempt
-        retries = Retries.of(_retry_policy_of(definition), sku)
-        state = JobState(definition["state"])
         document = cls(
-            definition, defined_at, retries, status,
+            properties, defined_at, Retries.of(properties.action.retry_policy, sku), status,
             history_count=history_count, region=region, last_attempt=last_attempt,
-            state_reason=reason_after(previous, state, state_reason),
+            state_reason=reason_after(previous, properties.state or JobState.ENABLED, state_reason),
         )  # fmt: skip
         first = document.schedule.first if document.enabled else None
         return document.waiting_for([] if first is None else [Pending(Attempt(first), first)])
 
     @property
     def state(self) -> JobState:
-        return JobState(self.definition["state"])
+        return self.properties.state or JobState.ENABLED
 
     @property
     def enabled(self) -> bool:
@@ -200,7 +177,7 @@ class JobDocument:
     @property
     def overlap(self) -> OverlapPolicy:
         """What an occurrence due while the previous one runs does; Wait when not set."""
-        return OverlapPolicy(self.definition.get("overlapPolicy") or OverlapPolicy.WAIT.value)
+        return self.properties.overlap_policy or OverlapPolicy.WAIT
 
     @property
     def final(self) -> bool:
@@ -208,9 +185,9 @@ class JobDocument:
 
     @functools.cached_property
     def schedule(self) -> Occurrences:
-        """The occurrences of the definition (parsed once per document: the executor asks often;
+        """The occurrences of the definition (built once per document: the executor asks often;
         `replace` makes a new document, with nothing cached)."""
-        return occurrences_of(self.definition, self.defined_at)
+        return occurrences_of(self.properties, self.defined_at)
 
     @property
     def run_nows_in_flight(self) -> int:
@@ -226,7 +203,7 @@ class JobDocument:
         """The document in `state`, changed for `reason` (None: none was given)."""
         changed = replace(
             self,
-            definition={**self.definition, "state": state.value},
+            properties=self.properties.model_copy(update={"state": state}),
             state_reason=reason_after(self, state, reason),
         )
         return changed.waiting_for(self.pending)
@@ -263,50 +240,7 @@ class JobDocument:
         # As the real service answered: a disabled job that never ran has no status.
         ran = self.status.execution_count > 0 or self.status.last_execution_time is not None
         shown = self.state is not JobState.DISABLED or ran
-        return public_properties(self.definition, self.status.to_wire() if shown else None)
-
-    def to_wire(self) -> JsonObject:
-        """The document as JSON, as storage keeps it."""
-        stored: JsonObject = {
-            "definition": self.definition,
-            "status": self.status.to_wire(),
-            "definedAt": iso(self.defined_at),
-            "retries": self.retries.to_wire(),
-            "occurrences": self.occurrences,
-            "pending": [entry.to_wire() for entry in self.pending],
-            "historyCount": self.history_count,
-            "region": self.region,
-        }
-        if self.ended_at is not None:
-            stored["endedAt"] = iso(self.ended_at)
-        if self.last_attempt is not None:
-            stored["lastAttempt"] = self.last_attempt
-        if self.state_reason is not None:
-            stored["stateReason"] = self.state_reason
-        return stored
-
-    @classmethod
-    def from_wire(cls, stored: JsonObject) -> JobDocument:
-        ended, retries = stored.get("endedAt"), stored.get("retries")
-        definition = stored["definition"]
-        return cls(
-            definition=definition,
-            defined_at=parse_iso(stored["definedAt"]),
-            # Documents written before retries were kept apart spelled out the whole policy.
-            retries=(
-                Retries.from_wire(retries)
-                if retries
-                else Retries.of(_retry_policy_of(definition), SkuName.STANDARD)
-            ),
-            status=JobStatus.from_wire(stored["status"]),
-            pending=tuple(Pending.from_wire(entry) for entry in stored.get("pending", ())),
-            occurrences=stored.get("occurrences", 0),
-            history_count=stored.get("historyCount", 0),
-            ended_at=parse_iso(ended) if ended else None,
-            region=stored.get("region", ""),
-            last_attempt=stored.get("lastAttempt"),
-            state_reason=stored.get("stateReason"),
-        )
+        return public_properties(self.properties, self.status if shown else None)
 
 
 def reason_after(before: JobDocument | None, state: JobState, given: str | None) -> str | None:
@@ -320,157 +254,102 @@ def reason_after(before: JobDocument | None, state: JobState, given: str | None)
     return None
 
 
-def stored_definition(properties: JobProperties) -> JsonObject:
+def stored_properties(properties: JobProperties) -> JobProperties:
     """The definition as kept: the client's, with the state it starts in and what its pfx says."""
-    defined = properties.model_copy(
-        update={"state": properties.state or JobState.ENABLED, "status": None}
-    ).to_wire()
-    _add_certificate_facts(defined["action"])
-    if "errorAction" in defined["action"]:
-        _add_certificate_facts(defined["action"]["errorAction"])
-    return defined
-
-
-def occurrences_of(definition: JsonObject, defined_at: datetime) -> Occurrences:
-    """The occurrences of a stored definition saved at `defined_at`."""
-    recurrence, start = definition.get("recurrence"), definition.get("startTime")
-    return Occurrences(
-        start_time=parse_iso(start) if start else None,
-        recurrence=Recurrence.model_validate(recurrence) if recurrence else None,
-        created_at=defined_at,
+    action = properties.action
+    error_action = action.error_action
+    if error_action is not None:
+        action = action.model_copy(update={"error_action": _with_certificate_facts(error_action)})
+    return properties.model_copy(
+        update={
+            "state": properties.state or JobState.ENABLED,
+            "status": None,
+            "action": _with_certificate_facts(action),
+        }
     )
 
 
-def public_properties(definition: JsonObject, status: JsonObject | None) -> JsonObject:
-    """What a client reads: the definition without its secret fields, the keys in its URIs and
-    headers masked (docs/behaviour.md#secrets), and the status if given."""
-    public = copy.deepcopy(definition)
-    for action in (public["action"], public["action"].get("errorAction")):
-        for holder, secret in _secret_places(action) if action else ():
-            holder.pop(secret, None)
+def occurrences_of(properties: JobProperties, defined_at: datetime) -> Occurrences:
+    """The occurrences of a definition saved at `defined_at`."""
+    return Occurrences(
+        start_time=properties.starts_at, recurrence=properties.recurrence, created_at=defined_at
+    )
+
+
+def public_properties(properties: JobProperties, status: JobStatus | None = None) -> JsonObject:
+    """What a client reads (an API body): the definition without its secret fields, the keys in
+    its URIs and headers masked (docs/behaviour.md#secrets), and the status if given."""
+    public = properties.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude=_SECRET_FIELDS
+    )
     public = redacted_definition(public)
-    return public if status is None else {**public, "status": status}
+    return public if status is None else {**public, "status": status.to_wire()}
 
 
-def keeping_stored_secrets(properties: JobProperties, stored: JsonObject) -> JobProperties:
+def keeping_stored_secrets(properties: JobProperties, stored: JobProperties) -> JobProperties:
     """`properties` sent to replace the `stored` definition, with the masked values a read
     showed (`***`) put back from `stored`: a client that reads a job and writes it back keeps
     its keys. Secret fields that a read leaves out are not put back; the client sends them."""
     sent = properties.to_wire()
-    restored = restored_definition(sent, stored)
+    restored = restored_definition(sent, stored.to_wire())
     return properties if restored == sent else JobProperties.model_validate(restored)
 
 
-def secrets_staying(stored: JsonObject, merged: Any) -> JsonObject:
-    """The `stored` definition without the secrets of each action (main or errorAction) that
-    `merged`, the stored one with a PATCH applied, sends to another place: what the PATCH is
-    applied to again, so that a secret it does not send itself goes only where it came from
-    (docs/behaviour.md#secrets). The secrets are the secret fields and the credential headers;
-    an HTTP request's place is its endpoint (`same_endpoint`), a queue message's its storage
-    account, a Service Bus message's its namespace."""
-    kept = copy.deepcopy(stored)
-    action = kept.get("action")
-    after = merged.get("action") if isinstance(merged, dict) else None
-    if not isinstance(action, dict):
-        return kept
-    after_error = after.get("errorAction") if isinstance(after, dict) else None
-    for before, now in ((action, after), (action.get("errorAction"), after_error)):
-        if isinstance(before, dict) and not _goes_where_it_went(before, now):
-            _drop_secrets(before)
-    return kept
-
-
-def secret_values(definition: JsonObject) -> set[str]:
+def secret_values(properties: JobProperties) -> set[str]:
     """Every secret value a stored definition holds, in the forms a target could echo back:
     the secret fields, a Basic authentication's header value, the keys in URIs and headers.
     What history and the logs keep of an action's outcome has them masked."""
     values: set[str] = set()
-    action = definition.get("action")
-    for each in (action, action.get("errorAction")) if isinstance(action, dict) else ():
-        if not isinstance(each, dict):
+    action = properties.action
+    for each in (action, action.error_action):
+        if each is None:
             continue
-        values |= {
-            holder[secret]
-            for holder, secret in _secret_places(each)
-            if isinstance(holder.get(secret), str)
-        }
-        request = each.get("request")
-        if isinstance(request, dict):
-            values |= request_secret_values(request)
-            values |= _basic_credentials(request.get("authentication"))
+        request, queue_message = each.request, each.queue_message
+        if request is not None:
+            values |= request_secret_values(request.uri, request.headers)
+            authentication = request.authentication
+            if authentication is not None:
+                values |= _basic_credentials(authentication)
+                fields = (authentication.password, authentication.pfx, authentication.secret)
+                values |= {value for value in fields if value is not None}
+        if queue_message is not None:
+            values.add(queue_message.sas_token)
+        for message in (each.service_bus_queue_message, each.service_bus_topic_message):
+            sas_key = message.authentication.sas_key if message and message.authentication else None
+            if sas_key is not None:
+                values.add(sas_key)
     return values
 
 
-def _goes_where_it_went(before: JsonObject, after: Any) -> bool:
-    if not isinstance(after, dict):
-        return False
-    request, request_after = before.get("request"), after.get("request")
-    if isinstance(request, dict):
-        uri = request.get("uri")
-        uri_after = request_after.get("uri") if isinstance(request_after, dict) else None
-        if not (isinstance(uri, str) and isinstance(uri_after, str)):
-            return False
-        if not same_endpoint(uri, uri_after):
-            return False
-    for message, place in _MESSAGE_DESTINATIONS:
-        sent = before.get(message)
-        if not isinstance(sent, dict):
-            continue
-        sent_after = after.get(message)
-        where = sent_after.get(place) if isinstance(sent_after, dict) else None
-        if not isinstance(where, str) or where.casefold() != str(sent.get(place)).casefold():
-            return False
-    return True
-
-
-def _drop_secrets(action: JsonObject) -> None:
-    for holder, secret in _secret_places(action):
-        holder.pop(secret, None)
-    request = action.get("request")
-    headers = request.get("headers") if isinstance(request, dict) else None
-    if isinstance(headers, dict):
-        for name in [name for name in headers if is_secret_header(name)]:
-            del headers[name]
-
-
-def _secret_places(action: JsonObject) -> Iterator[tuple[JsonObject, str]]:
-    """Each (object, name) of an action where a secret field may be (the object may be empty)."""
-    for *place, secret in SECRETS:
-        holder = action
-        for step in place:
-            inner = holder.get(step)
-            holder = inner if isinstance(inner, dict) else {}
-        yield holder, secret
-
-
-def _basic_credentials(authentication: Any) -> set[str]:
+def _basic_credentials(authentication: HttpAuthentication) -> set[str]:
     """A Basic authentication's `Authorization` value as sent (base64 of `user:password`)."""
-    if not isinstance(authentication, dict):
-        return set()
-    user, password = authentication.get("username"), authentication.get("password")
-    if authentication.get("type") != HttpAuthenticationType.BASIC.value:
-        return set()
-    if not isinstance(user, str) or not isinstance(password, str):
+    user, password = authentication.username, authentication.password
+    if authentication.type is not HttpAuthenticationType.BASIC or user is None or password is None:
         return set()
     return {base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
-def _retry_policy_of(definition: JsonObject) -> RetryPolicy | None:
-    policy = definition["action"].get("retryPolicy")
-    return None if policy is None else RetryPolicy.model_validate(policy)
-
-
-def _add_certificate_facts(action: JsonObject) -> None:
-    authentication = action.get("request", {}).get("authentication")
+def _with_certificate_facts(action: _Action) -> _Action:
+    """`action` with what its client certificate's pfx says (thumbprint, subject, expiry), the
+    read-only fields a client reads back; as sent when it has no client certificate."""
+    request = action.request
+    authentication = request.authentication if request is not None else None
     if (
-        not authentication
-        or authentication.get("type") != HttpAuthenticationType.CLIENT_CERTIFICATE.value
+        request is None
+        or authentication is None
+        or authentication.type is not HttpAuthenticationType.CLIENT_CERTIFICATE
+        or authentication.pfx is None
     ):
-        return
-    facts = read_pfx(authentication["pfx"], authentication.get("password"))
-    authentication |= {
-        "certificateThumbprint": facts.thumbprint,
-        "certificateSubjectName": facts.subject,
-        "certificateExpiration": facts.expires,
-    }
-    authentication.pop("certificateExpirationDate", None)
+        return action
+    facts = read_pfx(authentication.pfx, authentication.password)
+    read = authentication.model_copy(
+        update={
+            "certificate_thumbprint": facts.thumbprint,
+            "certificate_subject_name": facts.subject,
+            "certificate_expiration": facts.expires,
+            "certificate_expiration_date": None,
+        }
+    )
+    return action.model_copy(
+        update={"request": request.model_copy(update={"authentication": read})}
+    )

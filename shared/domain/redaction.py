@@ -155,13 +155,12 @@ def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> Json
     }
 
 
-def request_secret_values(request: Mapping[str, Any]) -> set[str]:
+def request_secret_values(uri: str, headers: Mapping[str, str] | None) -> set[str]:
     """The keys an HTTP request of a job carries in plain fields (its URI's user-info password
     and secret query values, its credential headers' values), as stored and as decoded: the
     forms in which a target could echo them back."""
     values: set[str] = set()
-    uri, headers = request.get("uri"), request.get("headers")
-    parts = _parts(uri) if isinstance(uri, str) else None
+    parts = _parts(uri)
     if parts is not None:
         user_info, at, _ = parts.netloc.rpartition("@")
         _, colon, password = user_info.partition(":")
@@ -171,12 +170,8 @@ def request_secret_values(request: Mapping[str, Any]) -> set[str]:
             name, equals, value = pair.partition("=")
             if equals and value and is_secret_parameter(unquote_plus(name)):
                 values |= {value, unquote_plus(value)}
-    if isinstance(headers, Mapping):
-        values |= {
-            value
-            for name, value in headers.items()
-            if isinstance(value, str) and is_secret_header(name)
-        }
+    if headers is not None:
+        values |= {value for name, value in headers.items() if is_secret_header(name)}
     return values - set(_SENT_MASKS)
 
 

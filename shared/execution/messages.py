@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from shared.domain.attempts import Delivery
 from shared.domain.wire import JsonObject
 from shared.logs import app_logger
+from shared.storage.job_codec import decode_delivery, encode_delivery
 from shared.storage.queue_http import QueueLike
 
 log = app_logger("scheduler.executor")  # a message dropped is the executor's to report
@@ -60,18 +61,18 @@ class Deliveries:
 
     def to_wire(self) -> JsonObject:
         if len(self.carried) == 1:
-            return self.carried[0].to_wire()
-        return {_GROUP: [delivery.to_wire() for delivery in self.carried]}
+            return encode_delivery(self.carried[0])
+        return {_GROUP: [encode_delivery(delivery) for delivery in self.carried]}
 
     @classmethod
     def from_wire(cls, wire: JsonObject) -> Deliveries:
         """KeyError, TypeError or ValueError if malformed."""
         if _GROUP not in wire:
-            return cls((Delivery.from_wire(wire),))
+            return cls((decode_delivery(wire),))
         carried = wire[_GROUP]
         if not isinstance(carried, list) or not carried:
             raise ValueError(f"'{_GROUP}' must be a list of at least one delivery")
-        return cls(tuple(Delivery.from_wire(item) for item in carried))
+        return cls(tuple(decode_delivery(item) for item in carried))
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def wire_size(delivery: Delivery) -> int:
     """How many bytes the delivery takes in a message's JSON once sent, with the comma that
     separates it from the next (names are ASCII: characters are bytes)."""
     gains = _TRACE_CONTEXT_BYTES + (_SENT_AT_BYTES if delivery.sent_at is None else 0)
-    return len(json.dumps(delivery.to_wire(), separators=(",", ":"))) + gains + 1
+    return len(json.dumps(encode_delivery(delivery), separators=(",", ":"))) + gains + 1
 
 
 def to_wire(message: Message) -> str:

@@ -28,7 +28,7 @@ from shared.domain.job_document import (
     JobDocument,
     keeping_stored_secrets,
     occurrences_of,
-    stored_definition,
+    stored_properties,
 )
 from shared.domain.job_rules import definition_problems, recurrence_conflict
 from shared.domain.problems import InvalidRequest, Refused
@@ -144,7 +144,7 @@ class Scheduling:
         sku = collection.document.sku
         current = slot.current
         if current is not None:  # what a read showed masked, sent back: the stored values
-            properties = keeping_stored_secrets(properties, current.document.definition)
+            properties = keeping_stored_secrets(properties, current.document.properties)
         problems = definition_problems(properties, sku=sku, now=now)
         if problems:
             raise InvalidRequest(problems)
@@ -153,7 +153,7 @@ class Scheduling:
                 f"The job '{job.name}' is {current.document.state.value}, a final state: "
                 "it can no longer be changed, only deleted."
             )
-        definition = stored_definition(properties)
+        definition = stored_properties(properties)
         quota = collection.document.effective_quota
         conflict = recurrence_conflict(occurrences_of(definition, now), quota)
         if conflict:

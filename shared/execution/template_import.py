@@ -25,7 +25,7 @@ from shared.domain.job_document import (
     keeping_stored_secrets,
     public_properties,
     secret_values,
-    stored_definition,
+    stored_properties,
 )
 from shared.domain.job_rules import definition_problems
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
@@ -210,13 +210,12 @@ class TemplateImport:
         outcome.id = job.arm_id
         properties = _with_start(_read(JobBody, resource.body, outcome).properties, run, outcome)
         current = self._storage.jobs.job_slot(job).current
-        stored = None if current is None else current.document.definition
+        stored = None if current is None else current.document.properties
         if run.what_if and stored is not None and _only_secrets_tell(properties, stored,
                                                                      run.secrets):  # fmt: skip
             # Unchanged or Updated would say whether a guessed secret is the stored one.
             outcome.reason = "secret not compared: what-if never says whether a secret matches"
-        elif current is not None and _unchanged(properties, current.document.definition,
-                                                current.document.state.value):  # fmt: skip
+        elif stored is not None and _unchanged(properties, stored):
             outcome.outcome = Outcome.UNCHANGED
             return
         outcome.outcome = Outcome.CREATED if current is None else Outcome.UPDATED
@@ -286,24 +285,24 @@ def _with_start(properties: JobProperties, run: _Run, outcome: ResourceOutcome) 
     return properties
 
 
-def _unchanged(properties: JobProperties, stored: JsonObject, state: str) -> bool:
+def _unchanged(properties: JobProperties, stored: JobProperties) -> bool:
     """Whether saving `properties` would give the job the definition and state it has."""
-    definition = stored_definition(keeping_stored_secrets(properties, stored))
-    return definition == stored and definition.get("state") == state
+    return stored_properties(keeping_stored_secrets(properties, stored)) == stored
 
 
 def _only_secrets_tell(
-    properties: JobProperties, stored: JsonObject, secrets: frozenset[str]
+    properties: JobProperties, stored: JobProperties, secrets: frozenset[str]
 ) -> bool:
     """Whether saving `properties` over the `stored` definition changes nothing that a read
     shows, while either holds a secret (a secret field, a key in a URI or header, a secure
     parameter's value): then only the secrets could tell whether the job changes."""
-    definition = stored_definition(keeping_stored_secrets(properties, stored))
-    if public_properties(definition, None) != public_properties(stored, None):
+    definition = stored_properties(keeping_stored_secrets(properties, stored))
+    if public_properties(definition) != public_properties(stored):
         return False  # it changes in what anyone can read: no secret needed to say so
     if secret_values(definition) or secret_values(stored):
         return True
-    return any(secret and secret in text for text in _texts(definition) for secret in secrets)
+    texts = _texts(definition.to_wire())
+    return any(secret and secret in text for text in texts for secret in secrets)
 
 
 def _texts(value: Any) -> list[str]:

@@ -275,7 +275,7 @@ class ExecutionWorker:
             telemetry().postponed(delivery.job, len(decided.postponed))
         with telemetry().step("call target"):
             outcome = self._actions.perform(
-                stored.document.definition,
+                stored.document.properties,
                 stored.id,
                 decided.attempt,
                 region=stored.document.region,

@@ -23,6 +23,7 @@ from shared.domain.attempts import Delivery
 from shared.domain.wire import EPOCH, iso, parse_iso, ticks
 from shared.storage.batches import submit_batches
 from shared.storage.group_commit import GroupCommit
+from shared.storage.job_codec import decode_delivery, encode_delivery
 from shared.storage.keys import job_row, jobs_partition
 from shared.storage.table_http import TableLike, TableServiceLike
 
@@ -61,7 +62,7 @@ class DueIndex:
         row = {
             "PartitionKey": _partition(bucket_of(due), _shard(delivery)),
             "RowKey": _row(delivery),
-            "Message": json.dumps(delivery.to_wire(), separators=(",", ":")),
+            "Message": json.dumps(encode_delivery(delivery), separators=(",", ":")),
         }
         self._adds.write(("upsert", row, {"mode": UpdateMode.REPLACE}))
 
@@ -87,7 +88,7 @@ class DueIndex:
             )
             for entity in entities:
                 message = json.loads(entity["Message"])
-                found.append(DueRow(partition, entity["RowKey"], Delivery.from_wire(message)))
+                found.append(DueRow(partition, entity["RowKey"], decode_delivery(message)))
         found.sort(key=lambda row: row.row)
         return found
 
@@ -101,7 +102,7 @@ class DueIndex:
         found: list[DueRow] = []
         for entity in entities:
             message = json.loads(entity["Message"])
-            found.append(DueRow(partition, entity["RowKey"], Delivery.from_wire(message)))
+            found.append(DueRow(partition, entity["RowKey"], decode_delivery(message)))
             if len(found) >= most:  # pages are fetched as they are read: fetch no more
                 break
         return found

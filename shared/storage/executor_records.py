@@ -20,6 +20,7 @@ from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
 from shared.storage.documents import HistoryEntry, Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
+from shared.storage.job_codec import decode_job
 from shared.storage.jobs import claim_column, job_id_of, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 from shared.storage.table_http import TableLike
@@ -122,7 +123,7 @@ class ExecutorRecords:
         return [
             Stored(
                 job_id_of(entity),
-                JobDocument.from_wire(json.loads(entity["Document"])),
+                decode_job(json.loads(entity["Document"])),
                 str(entity.metadata["etag"]),
             )
             for entity in itertools.islice(found, at_most)

@@ -48,6 +48,7 @@ from shared.storage.documents import (
 )
 from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
 from shared.storage.history import History
+from shared.storage.job_codec import decode_job, encode_job
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
 from shared.storage.keys import (
@@ -76,9 +77,7 @@ class Jobs:
         history: History,
         collections: Collections,
     ) -> None:
-        self._jobs = DocumentTable(
-            table, job_id_of, JobDocument.to_wire, JobDocument.from_wire, "job"
-        )
+        self._jobs = DocumentTable(table, job_id_of, encode_job, decode_job, "job")
         self._counting, self._history, self._collections = counting, history, collections
         # Incarnations of collections found without a mark (most recent last).
         self._without_mark: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -418,11 +417,11 @@ def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) ->
 
 def _job_columns(document: JobDocument) -> JobColumns:
     """A job document as table columns. A stored job is read back with
-    `JobDocument.from_wire`."""
+    `decode_job`."""
     return {
         "State": document.state.value,
         "RunNowsInFlight": document.run_nows_in_flight,
-        "Document": as_json(document.to_wire()),
+        "Document": as_json(encode_job(document)),
         "ClaimedUntil": claim_column(document.claimed_until),
     }
 

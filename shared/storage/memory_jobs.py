@@ -29,6 +29,7 @@ from shared.storage.documents import (
     as_json,
 )
 from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.job_codec import decode_job, encode_job
 from shared.storage.jobs import claim_column
 from shared.storage.keys import COUNTER_PREFIX, job_row, jobs_partition
 from shared.storage.memory_records import HistoryInMemory, new_etag
@@ -46,7 +47,7 @@ class _Job:
     etag: str
 
     def stored(self) -> StoredJob:
-        return Stored(self.names, JobDocument.from_wire(json.loads(self.text)), self.etag)
+        return Stored(self.names, decode_job(json.loads(self.text)), self.etag)
 
 
 @dataclass
@@ -142,7 +143,7 @@ class JobsInMemory:
     ) -> tuple[StoredJob, bool]:  # fmt: skip
         # `now` lets Table Storage correct counts a crash left too high; nothing crashes here.
         preconditions.check(slot.current)
-        text = as_json(document.to_wire())
+        text = as_json(encode_job(document))
         with self._lock:
             row = self._row(job)
             read = None if slot.current is None else slot.current.etag
@@ -261,6 +262,6 @@ class JobsInMemory:
         """Write a job's new document, keeping the names it was created under."""
         row = self._row(stored.id)
         assert row is not None  # the caller checked that it is unchanged
-        written = _Job(row.names, as_json(document.to_wire()), new_etag())
+        written = _Job(row.names, as_json(encode_job(document)), new_etag())
         self._partitions[jobs_partition(stored.id.collection)].jobs[job_row(stored.id)] = written
         return Stored(stored.id, document, written.etag, stored.incarnation)

@@ -342,5 +342,5 @@ def test_the_main_action_and_the_error_action_call_with_the_identity(
         ("MainAction", "Failed"),
         ("ErrorAction", "Completed"),
     ]
-    stored = str(pipeline.job(job).document.definition) + str(history)
+    stored = str(pipeline.job(job).document.properties.to_wire()) + str(history)
     assert not any(token in stored for token in issued.values())

@@ -10,7 +10,7 @@ import pytest
 from shared.actions import Actions, Performed
 from shared.domain.attempts import Attempt
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import ActionName, ActionType, ErrorAction
+from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobProperties
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 AT = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
@@ -35,7 +35,7 @@ class Recording:
 def test_each_type_goes_to_its_performer_and_an_error_action_to_the_error_actions() -> None:
     http, queue = Recording(), Recording(succeeds=False)
     actions = Actions(lambda: AT, {ActionType.HTTP: http, ActionType.STORAGE_QUEUE: queue})
-    definition = {"action": {"type": "Http", "errorAction": {"type": "StorageQueue"}}}
+    definition = JobProperties.model_validate({"action": {"type": "Http", "errorAction": {"type": "StorageQueue"}}})
     main = actions.perform(definition, JOB, Attempt(AT), region="westeurope")
     fallback = actions.perform(definition, JOB, Attempt(AT, action=ActionName.ERROR_ACTION))
     assert (main.succeeded, main.message) == (True, "performed Http")
@@ -47,9 +47,9 @@ def test_each_type_goes_to_its_performer_and_an_error_action_to_the_error_action
 def test_a_type_without_a_performer_is_a_failed_attempt_not_another_types_call() -> None:
     service_bus = Recording()
     actions = Actions(lambda: AT, {ActionType.SERVICE_BUS_QUEUE: service_bus})
-    outcome = actions.perform({"action": {"type": "Ftp"}}, JOB, Attempt(AT))
+    outcome = actions.perform(JobProperties.model_validate({"action": {"type": "Http"}}), JOB, Attempt(AT))
     assert not outcome.succeeded
-    assert outcome.message == "The action could not be performed: no performer for type Ftp"
+    assert outcome.message == "The action could not be performed: no performer for Http"
     assert service_bus.performed == []
 
 
@@ -75,7 +75,7 @@ def test_a_fault_of_ours_is_a_failed_attempt_logged_with_the_uris_keys_masked(ca
     actions = Actions(lambda: AT, {ActionType.HTTP: Failing()})
     definition = {"action": {"type": "Http", "request": {"uri": "https://u:pw-1@h.example.org/run?code=key-2&x=1", "method": "GET"}}}
     with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
-        outcome = actions.perform(definition, JOB, Attempt(AT))
+        outcome = actions.perform(JobProperties.model_validate(definition), JOB, Attempt(AT))
     assert (outcome.succeeded, outcome.message) == (False, "The action could not be performed: internal error (ValueError)")
     [record] = caplog.records
     logged = record.getMessage()
@@ -105,7 +105,7 @@ def test_no_secret_the_job_holds_is_recorded_whatever_quotes_it(fails: bool, cap
     request = {"uri": "https://h.example.org/run?code=Key-1", "method": "POST", "headers": {"X-Api-Key": "Key-2", "X-Trace": "t-1"},
                "authentication": {"type": "Basic", "username": "u", "password": "Pass-3"}}  # fmt: skip
     with caplog.at_level(logging.ERROR, logger="scheduler.actions"):
-        outcome = actions.perform({"action": {"type": "Http", "request": request}}, JOB, Attempt(AT))
+        outcome = actions.perform(JobProperties.model_validate({"action": {"type": "Http", "request": request}}), JOB, Attempt(AT))
     recorded = outcome.message + caplog.text
     assert "Key-1" not in recorded and "Key-2" not in recorded and "Pass-3" not in recorded
     assert "t-1" in recorded

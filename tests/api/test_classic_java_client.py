@@ -225,4 +225,4 @@ def test_a_job_changed_during_a_switch_is_switched_as_it_now_is(storage: str, ta
     for job in (raced, calm):
         document = pipeline.job(job).document
         assert (document.state, document.state_reason) == (JobState.DISABLED, "maintenance")
-    assert pipeline.job(JobId(pipeline.collection, "raced")).document.definition["action"]["request"]["uri"] == target.url("/raced-again")
+    assert pipeline.job(JobId(pipeline.collection, "raced")).document.properties.action.request.uri == target.url("/raced-again")

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.api.patch_secrets import SECRETS, secrets_staying
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_document import SECRETS, secrets_staying
 from shared.domain.problems import is_secret_field
 from shared.domain.redaction import masked_values, redact_text, redact_uri, restored_definition
 from shared.domain.wire import merge_patch
@@ -57,19 +57,19 @@ def keyed_job() -> dict[str, Any]:
     return body
 
 
-def stored_definition(service: Service, collection: str, job: str) -> dict[str, Any]:
+def stored_properties(service: Service, collection: str, job: str) -> dict[str, Any]:
     """The definition as the store keeps it (what the job's calls use)."""
     store = table_storage_from_connection_string(service.storage)
     job_id = JobId.of(CollectionId.of(SUBSCRIPTION, "jobs-rg", collection), job)
-    return store.jobs.existing_job(job_id).document.definition
+    return store.jobs.existing_job(job_id).document.properties.to_wire()
 
 
 def assert_stored_intact(service: Service, collection: str, job: str) -> None:
-    request = stored_definition(service, collection, job)["action"]["request"]
+    request = stored_properties(service, collection, job)["action"]["request"]
     assert request["uri"] == KEYED_URI
     assert request["headers"] == HEADERS
     assert (
-        stored_definition(service, collection, job)["action"]["errorAction"]["request"]["uri"]
+        stored_properties(service, collection, job)["action"]["errorAction"]["request"]["uri"]
         == ERROR_URI
     )
 
@@ -211,7 +211,7 @@ def test_a_put_of_what_get_returned_keeps_every_key(api: httpx.Client, service: 
     changed = copy.deepcopy(read)
     changed["properties"]["action"]["request"]["uri"] = SHOWN_URI.replace("sv=1.0", "sv=2.0")
     assert api.put(job_path(collection, name), json=changed).status_code == 200
-    assert stored_definition(service, collection, name)["action"]["request"][
+    assert stored_properties(service, collection, name)["action"]["request"][
         "uri"
     ] == KEYED_URI.replace("sv=1.0", "sv=2.0")
     moved = copy.deepcopy(read)
@@ -219,7 +219,7 @@ def test_a_put_of_what_get_returned_keeps_every_key(api: httpx.Client, service: 
         "fn.example.org", "elsewhere.example.org"
     )
     assert api.put(job_path(collection, name), json=moved).status_code == 200
-    stored = stored_definition(service, collection, name)["action"]["request"]
+    stored = stored_properties(service, collection, name)["action"]["request"]
     assert "Fn-Key-1" not in stored["uri"]
     assert (
         stored["headers"]["Authorization"] == "***"
@@ -282,7 +282,7 @@ def test_the_classic_api_masks_the_same_keys_and_keeps_them_when_written_back(
     assert_masked(client.put(f"{jobs}/keyed", json=read))
     store = table_storage_from_connection_string(service.storage)
     job_id = JobId.of(CollectionId.of(SUBSCRIPTION, classic_jobs.cloud_service, "jc"), "keyed")
-    stored = store.jobs.existing_job(job_id).document.definition["action"]
+    stored = store.jobs.existing_job(job_id).document.properties.to_wire()["action"]
     assert stored["request"]["uri"] == KEYED_URI
     assert {name.lower(): value for name, value in stored["request"]["headers"].items()} == {
         name.lower(): value for name, value in HEADERS.items()
@@ -439,7 +439,7 @@ def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) 
             lambda properties: api.put(path, json={"properties": properties}),
             lambda patch: api.patch(path, json={"properties": patch}),
             lambda: api.get(path).json()["properties"],
-            lambda: store.jobs.existing_job(job_id).document.definition,
+            lambda: store.jobs.existing_job(job_id).document.properties.to_wire(),  # noqa: PLW0108 (read anew each call)
         )
     classic: ClassicJobs = request.getfixturevalue("classic_jobs")
     path = f"{classic.path}/{name}"
@@ -450,7 +450,7 @@ def writes(request: pytest.FixtureRequest, api: httpx.Client, service: Service) 
         lambda: {
             name: value for name, value in classic.client.get(path).json().items() if name != "id"
         },
-        lambda: store.jobs.existing_job(job_id).document.definition,
+        lambda: store.jobs.existing_job(job_id).document.properties.to_wire(),  # noqa: PLW0108 (read anew each call)
     )
 
 

@@ -28,7 +28,7 @@ from shared.actions.service_bus import ServiceBusActions
 from shared.domain.attempts import Attempt
 from shared.domain.collection import SkuName
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import ActionType, JobBody
+from shared.domain.job_definition import ActionType, JobBody, JobProperties
 from shared.domain.job_rules import definition_problems
 from shared.domain.sendable import uri_problem
 from shared.settings import Settings
@@ -338,7 +338,7 @@ def test_had_it_been_stored_it_would_have_failed_on_every_run(
     executor: Actions, target: Target, action: dict[str, Any], failure: str, field: str
 ) -> None:
     action = with_target(action, target)
-    outcome = executor.perform({"action": action}, JOB, ATTEMPT)
+    outcome = executor.perform(JobProperties.model_validate({"action": action}), JOB, ATTEMPT)
     assert not outcome.succeeded
     assert failure in outcome.message
     assert target.received("/run") == []
@@ -350,7 +350,7 @@ def test_had_it_been_stored_it_would_have_failed_on_every_run(
 def test_a_short_ipv4_host_reached_an_address_its_text_does_not_show(executor: Actions, target: Target) -> None:
     """127.1 is 127.0.0.1 to the system resolver, and an error to httpx's IPv4 parser (0177.0.0.1)."""
     action = http(uri=f"http://127.1:{target.port}/run")
-    outcome = executor.perform({"action": action}, JOB, ATTEMPT)
+    outcome = executor.perform(JobProperties.model_validate({"action": action}), JOB, ATTEMPT)
     assert outcome.succeeded, outcome.message
     assert len(target.received("/run")) == 1
     problems = definition_problems(JobBody.model_validate(job(action)).properties, sku=SkuName.STANDARD,

@@ -26,6 +26,7 @@ from shared.domain.wire import iso
 from shared.execution.dispatch import Dispatcher, PoisonMessage
 from shared.execution.messages import Deliveries, DueRange, to_wire
 from shared.storage.interface import Stored, StoredJob
+from shared.storage.job_codec import decode_properties
 from tests.factories import utc
 from tests.pipeline import START, Pipeline
 
@@ -125,10 +126,10 @@ def test_many_deliveries_in_one_message_are_capped_too() -> None:
 
 
 def job_with_claims(name: str, *untils: datetime) -> StoredJob:
-    document = JobDocument.defined(
+    document = JobDocument.defined(decode_properties(
         {"action": {"type": "Http", "request": {"uri": "https://target.example/x?sig=s3cr3t",
                                                 "method": "POST"}},
-         "state": "enabled"}, DUE - timedelta(days=1))  # fmt: skip
+         "state": "enabled"}), DUE - timedelta(days=1))  # fmt: skip
     pending = tuple(
         Pending(Attempt(until - timedelta(seconds=80), retry=n), until - timedelta(seconds=80),
                 claim=Claim(f"holder-{n}", until))

@@ -19,10 +19,11 @@ from shared.console.views import (
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import JobState
+from shared.domain.job_definition import ErrorAction, JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
 from shared.storage.interface import StoredCollection, StoredJob
+from shared.storage.job_codec import decode_properties
 from tests.factories import utc
 
 NOW = utc("2026-12-01T08:00:00Z")
@@ -30,7 +31,7 @@ COLLECTION = CollectionId("sub", "ops", "nightly")
 
 
 def stored_job(name: str, definition: dict[str, Any], defined_at=NOW) -> StoredJob:  # type: ignore[no-untyped-def]
-    return StoredJob(JobId(COLLECTION, name), JobDocument.defined(definition, defined_at), "etag")
+    return StoredJob(JobId(COLLECTION, name), JobDocument.defined(decode_properties(definition), defined_at), "etag")
 
 
 def http_job(uri: str = "https://example.org/cleanup?day=1", **more: Any) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def test_a_job_row_shows_its_next_run_to_the_second_and_its_last_attempt() -> No
     }
     assert row["counts"] == {"executions": 1, "failures": 1, "faulted": 0}
     # A redefinition starts a new schedule but keeps what ran.
-    again = JobDocument.defined(stored.document.definition, ran, previous=settled.document)
+    again = JobDocument.defined(stored.document.properties, ran, previous=settled.document)
     assert again.last_attempt == row["lastRun"]
 
 
@@ -209,7 +210,7 @@ def test_the_timeline_marks_the_runs_a_jobs_days_off_skip_or_move_with_the_reaso
         pytest.param({"type": "Https", "request": {"uri": "https://u:p@h.example:8443/x?code=1",
                       "method": "get"}}, "GET https://h.example:8443", id="http"),
         pytest.param({"type": "StorageQueue", "queueMessage": {"storageAccount": "acct",
-                      "queueName": "orders", "sasToken": "?sig=1"}},
+                      "queueName": "orders", "sasToken": "?sig=1", "message": "m"}},
                      "Storage queue orders of acct", id="storage-queue"),
         pytest.param({"type": "ServiceBusQueue", "serviceBusQueueMessage": {"namespace": "ns",
                       "queueName": "q"}}, "Service Bus queue q in ns", id="service-bus-queue"),
@@ -218,7 +219,7 @@ def test_the_timeline_marks_the_runs_a_jobs_days_off_skip_or_move_with_the_reaso
     ],
 )
 def test_an_action_is_summed_up_without_its_secrets(action: dict[str, Any], summary: str) -> None:
-    assert action_summary(action) == summary
+    assert action_summary(ErrorAction.model_validate(action)) == summary
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,10 @@ from shared.domain.attempts import Attempt, Claim, Delivery, Pending
 from shared.domain.collection import SkuName
 from shared.domain.decisions import NotYet, Outcome, Park, Resend, Run, Skip, plan, resumed, settle
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import ActionName, JobBody
-from shared.domain.job_document import JobDocument, stored_definition
+from shared.domain.job_definition import ActionName, JobBody, JobState
+from shared.domain.job_document import JobDocument, stored_properties
 from shared.execution.messages import Deliveries, MalformedMessage, from_wire, to_wire
+from shared.storage.job_codec import decode_delivery, decode_job, encode_delivery, encode_job
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "job")
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
@@ -26,7 +27,7 @@ HTTP = {"type": "Http", "request": {"uri": "https://example.org/", "method": "GE
 
 def document(defined_at: datetime = T0, **properties: Any) -> JobDocument:
     body = JobBody.model_validate({"properties": {"action": HTTP} | properties})
-    return JobDocument.defined(stored_definition(body.properties), defined_at, sku=SkuName.STANDARD)
+    return JobDocument.defined(stored_properties(body.properties), defined_at, sku=SkuName.STANDARD)
 
 
 def every_minute(**extra: Any) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def test_an_on_time_occurrence_runs_and_the_next_one_is_scheduled() -> None:
 def test_a_one_off_job_completes_after_its_run() -> None:
     settled = run_once(document(), T0)
     assert settled.follow_ups == []
-    assert settled.document.definition["state"] == "completed"
+    assert settled.document.state.value == "completed"
     assert "nextExecutionTime" not in settled.document.status.to_wire()
     assert settled.document.pending == ()
 
@@ -84,9 +85,9 @@ def test_a_one_off_job_completes_after_its_run() -> None:
 def test_count_completes_the_job_after_that_many_occurrences() -> None:
     doc = document(**every_minute(count=2))
     doc = run_once(doc, T0).document
-    assert doc.definition["state"] == "enabled"
+    assert doc.state.value == "enabled"
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc.definition["state"] == "completed"
+    assert doc.state.value == "completed"
     assert doc.status.execution_count == 2
 
 
@@ -94,7 +95,7 @@ def test_end_time_completes_the_job_at_its_last_occurrence() -> None:
     doc = document(**every_minute(endTime="2026-11-22T10:01:30Z"))
     doc = run_once(doc, T0).document
     doc = run_once(doc, T0 + timedelta(minutes=1)).document
-    assert doc.definition["state"] == "completed"
+    assert doc.state.value == "completed"
 
 
 # --- duplicates, changes, states --------------------------------------------------------------
@@ -145,7 +146,7 @@ def test_a_job_that_is_off_is_parked_and_forgets_the_attempt(
 ) -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
-    doc = replace(doc, definition=doc.definition | {"state": job_state})
+    doc = replace(doc, properties=doc.properties.model_copy(update={"state": JobState(job_state)}))
     decided = decide(doc, delivered, T0, state=collection_state)
     assert isinstance(decided, Park)
     assert decided.document.pending == ()
@@ -166,7 +167,7 @@ def test_run_now_runs_even_a_disabled_job_and_leaves_its_schedule_alone() -> Non
     now = T0 + timedelta(seconds=7)
     run_now = Pending(Attempt(now, run_now=True), now)
     doc = replace(
-        doc, definition=doc.definition | {"state": "disabled"}, pending=(*doc.pending, run_now)
+        doc, properties=doc.properties.model_copy(update={"state": JobState.DISABLED}), pending=(*doc.pending, run_now)
     )
     decided = decide(doc, Delivery(JOB, doc.defined_at, run_now), now)
     assert isinstance(decided, Run)
@@ -226,8 +227,8 @@ def test_without_a_retry_policy_the_defaults_still_retry_four_times(
     sku: SkuName, interval: timedelta
 ) -> None:
     body = JobBody.model_validate({"properties": {"action": HTTP} | every_minute()})
-    doc = JobDocument.defined(stored_definition(body.properties), T0, sku=sku)
-    assert "retryPolicy" not in doc.definition["action"]  # not echoed: the client sent none
+    doc = JobDocument.defined(stored_properties(body.properties), T0, sku=sku)
+    assert doc.properties.action.retry_policy is None  # not echoed: the client sent none
     now = T0
     for retry in range(4):
         settled = run_once(doc, now, succeeded=False)
@@ -256,7 +257,7 @@ def test_every_attempt_has_its_own_history_entry_newest_first() -> None:
 def test_a_one_off_job_that_fails_without_retries_is_faulted() -> None:
     action = HTTP | {"retryPolicy": {"retryType": "none"}}
     settled = run_once(document(action=action), T0, succeeded=False)
-    assert settled.document.definition["state"] == "faulted"
+    assert settled.document.state.value == "faulted"
     assert settled.document.status.faulted_count == 1
 
 
@@ -283,7 +284,7 @@ def test_missed_occurrences_stop_at_count() -> None:
     decided = decide(doc, delivery_of(doc), T0 + timedelta(minutes=30))
     assert decided.attempt.expected == T0 + timedelta(minutes=2)
     settled = settle(doc, decided, outcome(True, T0), T0 + timedelta(minutes=30))
-    assert settled.document.definition["state"] == "completed"
+    assert settled.document.state.value == "completed"
 
 
 def test_an_occurrence_a_little_late_is_not_a_missed_one() -> None:
@@ -296,14 +297,14 @@ def test_an_occurrence_a_little_late_is_not_a_missed_one() -> None:
 def test_messages_round_trip() -> None:
     doc = retrying(1)
     delivered = delivery_of(doc, sent_at=T0)
-    assert Delivery.from_wire(delivered.to_wire()) == delivered
+    assert decode_delivery(encode_delivery(delivered)) == delivered
 
 
 def test_deliveries_due_in_one_second_travel_in_one_message() -> None:
     first = Delivery(JOB, T0, Pending(Attempt(T0), T0))
     second = Delivery(JobId(JOB.collection, "other"), T0, Pending(Attempt(T0), T0))
     alone = Deliveries((first,))
-    assert json.loads(to_wire(alone)) == first.to_wire()  # one alone keeps the single shape
+    assert json.loads(to_wire(alone)) == encode_delivery(first)  # one alone keeps the single shape
     assert from_wire(to_wire(alone)) == alone
     grouped = Deliveries((first, second))
     assert list(json.loads(to_wire(grouped))) == ["deliveries"]
@@ -351,7 +352,7 @@ def test_a_claim_is_kept_in_the_document_and_dropped_with_its_try() -> None:
     doc = document(**every_minute())
     delivered = delivery_of(doc)
     held = doc.claimed(delivered.pending.attempt, Claim("a", T0 + timedelta(seconds=80)))
-    assert JobDocument.from_wire(json.loads(json.dumps(held.to_wire()))).pending == held.pending
+    assert decode_job(json.loads(json.dumps(encode_job(held)))).pending == held.pending
     settled = settle(held, decide(doc, delivered, T0), outcome(True, T0), T0).document
     assert all(entry.claim is None for entry in settled.pending)
 

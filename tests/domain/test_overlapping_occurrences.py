@@ -4,6 +4,7 @@ clock."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,8 +24,9 @@ from shared.domain.decisions import (
 )
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName, JobBody, OverlapPolicy
-from shared.domain.job_document import JobDocument, stored_definition
+from shared.domain.job_document import JobDocument, stored_properties
 from shared.domain.job_rules import definition_problems
+from shared.storage.job_codec import decode_delivery, decode_job, encode_delivery, encode_job
 
 JOB = JobId(CollectionId("sub", "group", "jc"), "slow")
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -41,7 +43,7 @@ def job(overlap: str | None, action: dict[str, Any] = NO_RETRIES, **recurrence: 
     if overlap is not None:
         properties["overlapPolicy"] = overlap
     body = JobBody.model_validate({"properties": properties})
-    return JobDocument.defined(stored_definition(body.properties), T0)
+    return JobDocument.defined(stored_properties(body.properties), T0)
 
 
 def deliver(
@@ -82,7 +84,7 @@ def begin(doc: JobDocument, due: datetime, now: datetime) -> tuple[JobDocument, 
 def test_a_job_without_overlap_policy_waits_and_stores_nothing_new() -> None:
     doc = job(None)
     assert doc.overlap is OverlapPolicy.WAIT
-    assert "overlapPolicy" not in doc.definition
+    assert doc.properties.overlap_policy is None
     assert "overlapPolicy" not in doc.public_properties()
 
 
@@ -133,7 +135,7 @@ def test_an_occurrence_sent_on_time_but_reached_late_is_postponed_because_the_se
 
 def test_skip_records_the_occurrences_due_meanwhile_as_postponed_with_the_reason() -> None:
     doc = job("skip")  # any case; stored in the service's spelling
-    assert doc.definition["overlapPolicy"] == "Skip"
+    assert doc.properties.overlap_policy.value == "Skip"
     over = T0 + timedelta(minutes=3, seconds=30)
     settled = ended(doc, deliver(doc, T0, T0), T0, over)
     reason = (
@@ -183,14 +185,14 @@ def test_skipped_occurrences_count_toward_count_and_the_job_completes() -> None:
     settled = ended(doc, deliver(doc, T0, T0), T0, T0 + 5 * MINUTE)
     assert [status for _, status, _ in entries(settled)] == ["Postponed", "Postponed", "Completed"]
     assert settled.follow_ups == []
-    assert settled.document.definition["state"] == "completed"
+    assert settled.document.state.value == "completed"
     assert settled.document.pending == ()
 
 
 def test_skip_ends_faulted_when_the_last_occurrence_run_faulted() -> None:
     doc = job("Skip", endTime="2026-11-22T09:02:00Z")
     settled = ended(doc, deliver(doc, T0, T0), T0, T0 + 5 * MINUTE, succeeded=False)
-    assert settled.document.definition["state"] == "faulted"
+    assert settled.document.state.value == "faulted"
     assert settled.document.status.faulted_count == 1
 
 
@@ -242,7 +244,7 @@ def test_allow_runs_occurrences_alongside_each_with_its_own_counts_and_history()
     assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 2, 1)
     assert status.last_execution_time == retry.due
     assert settled.document.occurrences == 2
-    assert settled.document.definition["state"] == "enabled"
+    assert settled.document.state.value == "enabled"
     assert [entry.attempt for entry in settled.document.pending] == [Attempt(T0 + 2 * MINUTE)]
 
 
@@ -259,11 +261,11 @@ def test_allow_ends_the_job_when_its_last_running_occurrence_is_over(
     settled = ended(
         doc, second, T0 + MINUTE, T0 + MINUTE + timedelta(seconds=1), succeeded=second_ok
     )
-    assert settled.document.definition["state"] == "enabled"  # the first is still running
+    assert settled.document.state.value == "enabled"  # the first is still running
     settled = ended(
         settled.document, first, T0, T0 + timedelta(minutes=1, seconds=30), succeeded=first_ok
     )
-    assert settled.document.definition["state"] == state
+    assert settled.document.state.value == state
     assert settled.document.pending == ()
     assert settled.document.status.next_execution_time is None
 
@@ -275,7 +277,7 @@ def test_allow_ends_at_end_time_once_the_occurrences_running_are_over() -> None:
     assert decided.settlement.follow_ups == []
     doc = ended(doc, second, T0 + MINUTE, T0 + MINUTE).document
     settled = ended(doc, first, T0, T0 + 2 * MINUTE)
-    assert settled.document.definition["state"] == "completed"
+    assert settled.document.state.value == "completed"
 
 
 def test_allow_runs_at_most_a_few_alongside_and_skips_the_next_with_the_reason() -> None:
@@ -324,10 +326,7 @@ def test_allow_a_run_now_keeps_out_of_the_series() -> None:
     doc, _, _ = begin(job("Allow"), T0, T0)
     now = T0 + timedelta(seconds=20)
     run_now = Pending(Attempt(now, run_now=True), now)
-    doc = JobDocument.from_wire(
-        doc.to_wire()
-        | {"pending": [*[entry.to_wire() for entry in doc.pending], run_now.to_wire()]}
-    )
+    doc = decode_job(encode_job(replace(doc, pending=(*doc.pending, run_now))))
     decided = plan(doc, None, Delivery(JOB, doc.defined_at, run_now), now=now, redelivered=False)
     assert decided == Run(run_now.attempt, run_now.attempt)
     settled = ended(doc, decided, now, now)
@@ -338,12 +337,14 @@ def test_allow_a_run_now_keeps_out_of_the_series() -> None:
 
 def test_begun_attempts_survive_storage_and_messages() -> None:
     doc, _, _ = begin(job("Allow"), T0, T0)
-    assert JobDocument.from_wire(doc.to_wire()) == doc
+    assert decode_job(encode_job(doc)) == doc
     delivery = Delivery(JOB, doc.defined_at, doc.pending[0], T0)
-    assert Delivery.from_wire(delivery.to_wire()) == delivery
+    assert decode_delivery(encode_delivery(delivery)) == delivery
     plain = Pending(Attempt(T0), T0)
-    assert plain.to_wire() == {"expected": "2026-11-22T09:00:00Z", "action": "MainAction", "retry": 0,
-                               "runNow": False, "due": "2026-11-22T09:00:00Z"}  # as before  # fmt: skip
+    assert encode_job(replace(doc, pending=(plain,)))["pending"] == [
+        {"expected": "2026-11-22T09:00:00Z", "action": "MainAction", "retry": 0, "runNow": False,
+         "due": "2026-11-22T09:00:00Z"}
+    ]  # as before  # fmt: skip
 
 
 # --- what the API accepts ------------------------------------------------------------------------
@@ -358,4 +359,4 @@ def test_an_unknown_overlap_policy_is_refused() -> None:
 def test_each_overlap_policy_is_accepted_in_any_case(policy: str) -> None:
     body = JobBody.model_validate({"properties": {"action": HTTP, "overlapPolicy": policy}})
     assert definition_problems(body.properties, sku=SkuName.STANDARD, now=T0) == []
-    assert stored_definition(body.properties)["overlapPolicy"] == policy.capitalize()
+    assert stored_properties(body.properties).overlap_policy.value == policy.capitalize()

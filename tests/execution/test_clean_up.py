@@ -16,6 +16,7 @@ from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.execution.clean_up import OPERATIONS_KEPT_FOR, clean_up
 from shared.storage.interface import Preconditions
+from tests.job_properties import properties_in
 from tests.pipeline import START, Pipeline
 from tests.targets import Target
 
@@ -36,7 +37,7 @@ def test_history_beyond_the_last_1000_entries_or_60_days_goes() -> None:
 
 
 def test_finished_jobs_expire_60_days_after_they_ended() -> None:
-    enabled = JobDocument({"state": "enabled"}, NOW - 2 * KEPT_FOR)
+    enabled = JobDocument(properties_in("enabled"), NOW - 2 * KEPT_FOR)
     ended = replace(enabled.with_state(JobState.COMPLETED), ended_at=NOW - KEPT_FOR)
     assert ended.expired(NOW)
     assert not ended.expired(NOW - timedelta(seconds=1))
@@ -58,7 +59,7 @@ def test_the_clean_up_removes_surplus_history_and_expired_jobs(storage: str) -> 
     assert pipeline.store.executor.settle_job(stored, replace(stored.document, history_count=1100), [])
     finished = pipeline.put_job("finished", {"action": {"type": "Http", "request": {"uri": target.url("/kept"), "method": "GET"}}})
     pipeline.advance(timedelta(seconds=1))
-    assert pipeline.job(finished).document.definition["state"] == "completed"
+    assert pipeline.job(finished).document.state.value == "completed"
 
     clean_up(pipeline.store, NOW)  # the finished job ended moments ago: it stays
     assert pipeline.store.jobs.job(finished) is not None

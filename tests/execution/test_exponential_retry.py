@@ -61,6 +61,6 @@ def test_a_failing_target_is_retried_at_doubling_intervals_up_to_the_maximum(
         retry_wait(retries, Attempt(START, retry=n), execution).total_seconds() for n in range(1, 6)
     ]
     document = pipeline.job(job).document
-    assert document.definition["state"] == "faulted"
+    assert document.state.value == "faulted"
     status = document.status
     assert (status.execution_count, status.failure_count, status.faulted_count) == (6, 6, 1)

@@ -120,7 +120,7 @@ def test_a_put_racing_a_settlement_keeps_the_executors_counts_with_the_puts_defi
     assert not created
     kept = pipeline.job(job)
     assert kept.document.status.execution_count == 2  # the settlement that landed in between
-    assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/new"
+    assert kept.document.properties.action.request.uri == "https://example.org/new"
     assert stored.etag == kept.etag and stored.document == kept.document
     assert jobs.job_writes == 2  # the first write was refused, the second built anew
     assert len(indexed_dues(pipeline, job, kept.document)) == len(kept.document.pending) == 1
@@ -141,7 +141,7 @@ def test_a_put_racing_a_settlement_that_completes_the_job_is_refused(pipeline: P
 
     kept = pipeline.job(job)
     assert kept.document.state is JobState.COMPLETED
-    assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/old"
+    assert kept.document.properties.action.request.uri == "https://example.org/old"
     new_defined_at = pipeline.clock()
     start = pipeline.clock() + timedelta(days=1)
     rows = pipeline.index.due(bucket_of(start), bucket_of(start) + BUCKET)
@@ -167,7 +167,7 @@ def test_a_create_that_loses_to_another_creator_replaces_the_job_it_finds(
     assert not created  # the other creator's job was there: this write replaced it
     kept = pipeline.job(job)
     assert kept.etag == stored.etag
-    assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/second"
+    assert kept.document.properties.action.request.uri == "https://example.org/second"
     counted = pipeline.store.jobs.job_slot(JobId(pipeline.collection, "any"), counted=True)
     assert counted.jobs_in_collection == len(pipeline.store.jobs.jobs(pipeline.collection)) == 1
 
@@ -192,4 +192,4 @@ def test_a_write_that_landed_stands_when_taking_back_what_its_lost_attempt_sent_
     assert not created and jobs.job_writes == 2
     kept = pipeline.job(job)
     assert kept.etag == stored.etag
-    assert kept.document.definition["action"]["request"]["uri"] == "https://example.org/new"
+    assert kept.document.properties.action.request.uri == "https://example.org/new"

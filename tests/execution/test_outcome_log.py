@@ -15,7 +15,7 @@ from shared.domain.collection import SkuName
 from shared.domain.decisions import Outcome, Run, Settlement, plan, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName, JobBody
-from shared.domain.job_document import JobDocument, stored_definition
+from shared.domain.job_document import JobDocument, stored_properties
 from shared.execution.outcome_log import attempt_line, outcome_line, summary
 
 JOB = JobId(CollectionId("sub", "group", "nightly"), "cleanup")
@@ -36,7 +36,7 @@ def job(*, retries: int = 0, error_action: bool = False, **properties: Any) -> J
     if error_action:
         action["errorAction"] = ERROR_ACTION
     body = JobBody.model_validate({"properties": {"startTime": T0.isoformat(), "action": action} | properties})
-    return JobDocument.defined(stored_definition(body.properties), T0, sku=SkuName.STANDARD)
+    return JobDocument.defined(stored_properties(body.properties), T0, sku=SkuName.STANDARD)
 
 
 def run(document: JobDocument, message: str, *, succeeded: bool, at: datetime) -> tuple[int, str, Settlement]:
@@ -110,7 +110,7 @@ def test_an_occurrence_failed_for_good_of_a_recurring_job_is_an_error_naming_the
 
 def test_a_one_off_job_that_fails_for_good_is_an_error_saying_the_job_faulted() -> None:
     level, line, settled = run(job(), BUSY, succeeded=False, at=T0)
-    assert settled.document.definition["state"] == "faulted"
+    assert settled.document.state.value == "faulted"
     assert level == logging.ERROR
     assert line == (
         "nightly/cleanup: failed (occurrence 2026-12-01T02:30:00Z, retry 0) in 120 ms; "
@@ -121,7 +121,7 @@ def test_a_one_off_job_that_fails_for_good_is_an_error_saying_the_job_faulted() 
 
 def test_a_job_whose_series_ends_with_a_success_completes_at_info() -> None:
     level, line, settled = run(job(), OK, succeeded=True, at=T0)
-    assert settled.document.definition["state"] == "completed"
+    assert settled.document.state.value == "completed"
     assert level == logging.INFO
     assert line == (
         "nightly/cleanup: completed (occurrence 2026-12-01T02:30:00Z, retry 0) in 120 ms; "
@@ -160,7 +160,7 @@ def test_error_action_outcomes_are_marked_as_the_error_actions() -> None:
 def test_an_error_action_that_ends_a_one_off_job_still_leaves_it_faulted() -> None:
     _, _, failed = run(job(error_action=True), BUSY, succeeded=False, at=T0)
     level, line, settled = run(failed.document, OK, succeeded=True, at=failed.follow_ups[0].due)
-    assert settled.document.definition["state"] == "faulted"
+    assert settled.document.state.value == "faulted"
     assert level == logging.ERROR
     assert line.startswith(
         "nightly/cleanup: errorAction completed (occurrence 2026-12-01T02:30:00Z, retry 0) in 120 ms; "

@@ -91,7 +91,7 @@ def test_allow_starts_the_next_occurrence_on_time_while_the_previous_is_held(
     ]
     assert [entry["repeatCount"] for entry in pipeline.history(job)] == [1, 2]
     document = pipeline.job(job).document
-    assert document.definition["state"] == "completed"  # after count, once both were over
+    assert document.state.value == "completed"  # after count, once both were over
     status = document.status
     assert (status.execution_count, status.failure_count, status.faulted_count) == (2, 0, 0)
     assert status.last_execution_time == START + MINUTE
@@ -168,7 +168,7 @@ def test_a_job_without_overlap_policy_behaves_as_wait(pipeline: Pipeline, target
     job = pipeline.put_job("default", properties)
     pipeline.advance(3 * MINUTE)
     document = pipeline.job(job).document
-    assert "overlapPolicy" not in document.definition
+    assert document.properties.overlap_policy is None
     assert "overlapPolicy" not in document.public_properties()
     assert [parse_iso(entry["startTime"]) for entry in pipeline.history(job)] == [
         START,

@@ -53,7 +53,7 @@ def test_a_one_off_job_runs_once_with_its_identity_and_completes(pipeline: Pipel
     assert "'200 OK'" in entry["message"]
     assert entry["message"].endswith("done")
     document = pipeline.job(job).document
-    assert document.definition["state"] == "completed"
+    assert document.state.value == "completed"
     assert document.status.execution_count == 1
     assert pipeline.advance(timedelta(hours=1)) == 0
 
@@ -67,7 +67,7 @@ def test_a_recurring_job_runs_every_occurrence_then_completes_at_count(pipeline:
     expected = [call.headers["x-ms-scheduler-expected-execution-time"] for call in calls]
     assert expected == [(START + n * MINUTE).isoformat().replace("+00:00", "Z") for n in range(3)]
     document = pipeline.job(job).document
-    assert document.definition["state"] == "completed"
+    assert document.state.value == "completed"
     assert document.status.execution_count == 3
     assert [entry["repeatCount"] for entry in pipeline.history(job)] == [1, 2, 3]
 
@@ -98,7 +98,7 @@ def test_a_failing_target_is_retried_per_policy_then_the_error_action_runs(pipel
     status = pipeline.job(job).document.status
     assert (status.execution_count, status.failure_count, status.faulted_count) == (3, 3, 1)
     # Its only occurrence faulted: a one-off job ends Faulted (docs/behaviour.md#completed-and-faulted).
-    assert pipeline.job(job).document.definition["state"] == "faulted"
+    assert pipeline.job(job).document.state.value == "faulted"
 
 
 def test_a_duplicate_delivery_does_not_run_the_action_again(pipeline: Pipeline, target: Target) -> None:
@@ -178,7 +178,7 @@ def test_a_job_written_while_its_collection_is_disabled_is_read_again_not_a_fail
 
     monkeypatch.setattr(pipeline.store.executor, "replace_jobs", redefine_first)
     pipeline.services.scheduling.set_job_states(pipeline.collection, JobState.DISABLED, pipeline.clock())
-    assert pipeline.job(raced).document.definition["action"]["request"]["uri"].endswith("/raced-again")
+    assert pipeline.job(raced).document.properties.action.request.uri.endswith("/raced-again")
     assert pipeline.job(raced).document.state is JobState.DISABLED
     assert pipeline.job(calm).document.state is JobState.DISABLED
 

@@ -39,9 +39,6 @@ def validations_while(run: Any, monkeypatch: pytest.MonkeyPatch) -> Counter[str]
     return counted
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 45: the executor still validates the job's parts on each run"
-)
 def test_running_a_job_validates_none_of_its_parts_again(
     pipeline: Pipeline, target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,9 +25,10 @@ from shared.storage.job_counting import COUNTERS_QUIET_FOR
 from shared.storage.jobs import JOBS_TABLE
 from shared.storage.keys import COUNTER_PREFIX, jobs_partition
 from shared.storage.table_store import table_storage, table_storage_from_connection_string
+from tests.job_properties import properties_in
 
 WRITERS = 8
-DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
+DOCUMENT = JobDocument(properties_in("Enabled"), datetime(2026, 11, 22, tzinfo=UTC))
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,10 @@ from shared.storage.errors import QuotaExceeded
 from shared.storage.interface import Preconditions, Storage
 from shared.storage.table_store import table_storage
 from tests.fault_proxy import FaultProxy, before
+from tests.job_properties import properties_in
 
 TABLE = "faults"
-DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 28, tzinfo=UTC))
+DOCUMENT = JobDocument(properties_in("Enabled"), datetime(2026, 11, 28, tzinfo=UTC))
 FREE_QUOTA = 5
 
 

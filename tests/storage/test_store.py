@@ -15,9 +15,10 @@ from shared.domain.job_document import JobDocument
 from shared.storage.errors import QuotaExceeded
 from shared.storage.interface import Preconditions, Storage
 from shared.storage.table_store import table_storage_from_connection_string
+from tests.job_properties import properties_in
 
 WRITERS = 8
-DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
+DOCUMENT = JobDocument(properties_in("Enabled"), datetime(2026, 11, 22, tzinfo=UTC))
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,7 @@ from shared.storage.errors import NotFound, QuotaExceeded
 from shared.storage.interface import Preconditions
 from shared.storage.jobs import JOBS_TABLE
 from shared.storage.keys import incarnation_row, jobs_partition
+from tests.job_properties import properties_in
 from tests.pipeline import Pipeline
 
 KEY = "write-cost-key"
@@ -185,7 +186,6 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
         jobs_partition(collection), incarnation_row(stored.incarnation)
     )
     definition = JobBody.model_validate(job_body()).properties
-    definition_json = {"state": "Enabled"}
     now = datetime.now(UTC)
     before = requests.count
     services.scheduling.save_definition(JobId(collection, "kept"), definition, now)
@@ -212,7 +212,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
         with pytest.raises(NotFound):
             store.jobs.save_job(
                 job,
-                JobDocument(definition_json, now),
+                JobDocument(properties_in("Enabled"), now),
                 Preconditions(),
                 slot,
                 now=now,

@@ -28,12 +28,12 @@ from shared.api.classic.jobs import (
     state_change,
 )
 from shared.api.errors import CloudServiceExists, OperationNotFound
+from shared.api.patch_secrets import secrets_staying
 from shared.api.query import equality_filter, page_bounds
 from shared.domain.collection import CollectionBody
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId, valid_subscription
 from shared.domain.job_definition import HistoryStatus, JobProperties, JobState
-from shared.domain.job_document import secrets_staying
 from shared.domain.problems import FieldError, InvalidRequest, field_errors
 from shared.domain.wire import JsonObject, merge_patch
 from shared.services import Services
@@ -188,7 +188,7 @@ def patch_job(request: ApiRequest, services: Services) -> ApiResponse:
     if slot.current is None:
         raise NotFound(job)
     patch, reason = job_fields(request.json_body())
-    definition = slot.current.document.definition
+    definition = slot.current.document.properties.to_wire()  # a merge patch applies to JSON
     # A secret goes only where it came from (see job_operations.patch_job).
     staying = secrets_staying(definition, merge_patch(definition, patch))
     merged = job_properties(merge_patch(staying, patch))

@@ -80,10 +80,18 @@ def describe_schedule(definition: Mapping[str, Any]) -> str:
     try:
         start = _start_time_of(definition)
         recurrence = _recurrence_of(definition)
-        if recurrence is None:
-            return f"Once, at {_instant(start)}" if start else "Once, as soon as it is saved"
-        reading = _Reading.of(recurrence, start)
     except (ValidationError, ValueError, TypeError, OverflowError):
+        return FALLBACK
+    return describe(start, recurrence)
+
+
+def describe(start: datetime | None, recurrence: Recurrence | None) -> str:
+    """`describe_schedule` of a typed definition: its startTime and recurrence."""
+    if recurrence is None:
+        return f"Once, at {_instant(start)}" if start else "Once, as soon as it is saved"
+    try:
+        reading = _Reading.of(recurrence, start)
+    except (ValueError, TypeError, OverflowError):
         return FALLBACK
     return _describe_series(reading)
 

@@ -9,7 +9,6 @@ final state. Pure: the stored documents in, the template out.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,14 +67,16 @@ def exported_template(collections: Sequence[ExportedCollection]) -> JsonObject:
 def _job_resource(
     collection: str, name: str, document: JobDocument, parameters: JsonObject
 ) -> JsonObject:
-    definition = copy.deepcopy(document.definition)
     state = document.state
-    definition["state"] = (JobState.DISABLED if state in FINAL_STATES else state).value
+    kept = document.properties.model_copy(
+        update={"state": JobState.DISABLED if state in FINAL_STATES else state}
+    )
+    definition = kept.to_wire()
     for action in (definition["action"], definition["action"].get("errorAction")):
         authentication = (action or {}).get("request", {}).get("authentication") or {}
         for fact in _CERTIFICATE_FACTS:
             authentication.pop(fact, None)
-    shown = public_properties(definition, None)
+    shown = public_properties(kept)
     properties = _with_parameters(definition, shown, f"{collection}_{name}", parameters, ())
     return {
         "type": "jobs",

@@ -13,9 +13,10 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import EtagMismatch, NotFound
 from shared.storage.interface import Preconditions, Storage, StoredCollection
+from tests.job_properties import properties_in
 from tests.storage.conformance.conftest import collection_document
 
-DOCUMENT = JobDocument({"state": "Enabled"}, datetime(2026, 11, 22, tzinfo=UTC))
+DOCUMENT = JobDocument(properties_in("Enabled"), datetime(2026, 11, 22, tzinfo=UTC))
 
 
 def test_a_collection_is_none_or_not_found_until_saved(

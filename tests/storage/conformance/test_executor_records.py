@@ -18,11 +18,12 @@ from shared.storage.interface import (
     StoredCollection,
     StoredJob,
 )
+from tests.job_properties import properties_in
 from tests.storage.conformance.conftest import entry
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
-ENABLED = JobDocument({"state": "Enabled"}, AT)
-DISABLED = JobDocument({"state": "Disabled"}, AT)
+ENABLED = JobDocument(properties_in("Enabled"), AT)
+DISABLED = JobDocument(properties_in("Disabled"), AT)
 
 
 def created(store: Storage, job: JobId) -> StoredJob:

@@ -14,10 +14,11 @@ from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.errors import ChangedSinceRead, EtagMismatch, NotFound, QuotaExceeded
 from shared.storage.interface import PageBounds, Preconditions, Storage, StoredCollection, StoredJob
+from tests.job_properties import properties_in
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
-ENABLED = JobDocument({"state": "Enabled"}, AT)
-DISABLED = JobDocument({"state": "Disabled"}, AT)
+ENABLED = JobDocument(properties_in("Enabled"), AT)
+DISABLED = JobDocument(properties_in("Disabled"), AT)
 WRITERS = 6
 
 
