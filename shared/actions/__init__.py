@@ -17,7 +17,7 @@ from shared.domain.attempts import Attempt
 from shared.domain.decisions import Outcome
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobProperties
-from shared.domain.job_document import secret_values
+from shared.domain.job_secrets import secret_values
 from shared.domain.redaction import masked_values, redact_text
 from shared.logs import app_logger
 

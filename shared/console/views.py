@@ -14,7 +14,6 @@ from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobState
-from shared.domain.redaction import redacted_definition
 from shared.domain.schedule.exclusion_reasons import excluded_occurrences
 from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.schedule.timezones import iana_name
@@ -161,7 +160,7 @@ def job_detail(stored: StoredJob, now: datetime) -> JobDetail:
     return {
         **job_row(stored, now),
         "collection": stored.id.collection.arm_id,
-        "definition": redacted_definition(document.public_properties()),
+        "definition": document.public_properties(),
         "nextOccurrences": [iso(instant) for instant in upcoming if not document.final],
     }
 

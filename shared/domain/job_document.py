@@ -11,12 +11,11 @@ headers masked), and the status (docs/behaviour.md#jobs says when it shows).
 
 from __future__ import annotations
 
-import base64
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, NotRequired, TypedDict, TypeVar
+from typing import NotRequired, TypedDict, TypeVar
 
 from shared.domain.attempts import Attempt, Claim, Pending
 from shared.domain.certificates import read_pfx
@@ -25,7 +24,6 @@ from shared.domain.history import KEPT_FOR
 from shared.domain.job_definition import (
     FINAL_STATES,
     ErrorAction,
-    HttpAuthentication,
     HttpAuthenticationType,
     JobProperties,
     JobState,
@@ -33,24 +31,10 @@ from shared.domain.job_definition import (
     RetryPolicy,
     RetryType,
 )
-from shared.domain.redaction import (
-    redacted_definition,
-    request_secret_values,
-    restored_definition,
-)
+from shared.domain.job_secrets import public_properties
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.wire import JsonObject, iso
 
-# Where each secret lives in an action: (message, [sub-object], field).
-# Where each secret field of an action is (pydantic's `exclude`, by field name): what a read of
-# a job leaves out.
-_ACTION_SECRETS: dict[str, Any] = {
-    "request": {"authentication": {"password", "pfx", "secret"}},
-    "queue_message": {"sas_token"},
-    "service_bus_queue_message": {"authentication": {"sas_key"}},
-    "service_bus_topic_message": {"authentication": {"sas_key"}},
-}
-_SECRET_FIELDS = {"action": {**_ACTION_SECRETS, "error_action": _ACTION_SECRETS}}
 DEFAULT_RETRY_INTERVAL = timedelta(seconds=30)
 DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no shorter one
 DEFAULT_RETRY_COUNT = 4
@@ -240,7 +224,8 @@ class JobDocument:
         # As the real service answered: a disabled job that never ran has no status.
         ran = self.status.execution_count > 0 or self.status.last_execution_time is not None
         shown = self.state is not JobState.DISABLED or ran
-        return public_properties(self.properties, self.status if shown else None)
+        public = public_properties(self.properties)
+        return {**public, "status": self.status.to_wire()} if shown else public
 
 
 def reason_after(before: JobDocument | None, state: JobState, given: str | None) -> str | None:
@@ -274,59 +259,6 @@ def occurrences_of(properties: JobProperties, defined_at: datetime) -> Occurrenc
     return Occurrences(
         start_time=properties.starts_at, recurrence=properties.recurrence, created_at=defined_at
     )
-
-
-def public_properties(properties: JobProperties, status: JobStatus | None = None) -> JsonObject:
-    """What a client reads (an API body): the definition without its secret fields, the keys in
-    its URIs and headers masked (docs/behaviour.md#secrets), and the status if given."""
-    public = properties.model_dump(
-        mode="json", by_alias=True, exclude_none=True, exclude=_SECRET_FIELDS
-    )
-    public = redacted_definition(public)
-    return public if status is None else {**public, "status": status.to_wire()}
-
-
-def keeping_stored_secrets(properties: JobProperties, stored: JobProperties) -> JobProperties:
-    """`properties` sent to replace the `stored` definition, with the masked values a read
-    showed (`***`) put back from `stored`: a client that reads a job and writes it back keeps
-    its keys. Secret fields that a read leaves out are not put back; the client sends them."""
-    sent = properties.to_wire()
-    restored = restored_definition(sent, stored.to_wire())
-    return properties if restored == sent else JobProperties.model_validate(restored)
-
-
-def secret_values(properties: JobProperties) -> set[str]:
-    """Every secret value a stored definition holds, in the forms a target could echo back:
-    the secret fields, a Basic authentication's header value, the keys in URIs and headers.
-    What history and the logs keep of an action's outcome has them masked."""
-    values: set[str] = set()
-    action = properties.action
-    for each in (action, action.error_action):
-        if each is None:
-            continue
-        request, queue_message = each.request, each.queue_message
-        if request is not None:
-            values |= request_secret_values(request.uri, request.headers)
-            authentication = request.authentication
-            if authentication is not None:
-                values |= _basic_credentials(authentication)
-                fields = (authentication.password, authentication.pfx, authentication.secret)
-                values |= {value for value in fields if value is not None}
-        if queue_message is not None:
-            values.add(queue_message.sas_token)
-        for message in (each.service_bus_queue_message, each.service_bus_topic_message):
-            sas_key = message.authentication.sas_key if message and message.authentication else None
-            if sas_key is not None:
-                values.add(sas_key)
-    return values
-
-
-def _basic_credentials(authentication: HttpAuthentication) -> set[str]:
-    """A Basic authentication's `Authorization` value as sent (base64 of `user:password`)."""
-    user, password = authentication.username, authentication.password
-    if authentication.type is not HttpAuthenticationType.BASIC or user is None or password is None:
-        return set()
-    return {base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def _with_certificate_facts(action: _Action) -> _Action:

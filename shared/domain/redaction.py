@@ -2,21 +2,18 @@
 headers (docs/behaviour.md#secrets). They stay intact in the stored definition, which the call
 itself needs; whatever shows a job (the API's answers, the console) shows them masked.
 
-A client that reads a job and writes it back sends the masks: `restored_definition` puts the
-stored values back where the masks stand, so a read-modify-write keeps the job's keys, but only
-for the endpoint they came from (`same_endpoint`). A target that echoes its request back would
+A client that reads a job and writes it back sends the masks: `restored_uri` and
+`restored_headers` put the stored values back where the masks stand (job_secrets.py applies them
+to a definition), so a read-modify-write keeps the job's keys, but only for the endpoint they
+came from (`same_endpoint`). A target that echoes its request back would
 put the keys into history: `masked_values` takes them out of what is recorded.
 """
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
 from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
-
-from shared.domain.wire import JsonObject
 
 MASK = "***"
 # How a mask may come back: as written, or percent-encoded by a client that re-encodes `*`.
@@ -79,57 +76,13 @@ def redact_text(text: str) -> str:
     return _URI_IN_TEXT.sub(lambda found: redact_uri(found.group()), text)
 
 
-def redact_headers(headers: Mapping[str, Any]) -> JsonObject:
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The headers with the values of those that carry credentials masked."""
     return {name: MASK if is_secret_header(name) else value for name, value in headers.items()}
 
 
-def redacted_definition(definition: Mapping[str, Any]) -> JsonObject:
-    """A job definition (already without its secret fields) with URIs and headers masked."""
-    shown = copy.deepcopy(dict(definition))
-    for request in _requests(shown):
-        if isinstance(request.get("uri"), str):
-            request["uri"] = redact_uri(request["uri"])
-        if isinstance(request.get("headers"), dict):
-            request["headers"] = redact_headers(request["headers"])
-    return shown
-
-
-def restored_definition(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> JsonObject:
-    """`sent` (a definition in wire form) with the masks it carries back replaced by the values
-    `stored` (the definition it replaces) has in those places.
-
-    A URI equal to the masked form of the stored one is the stored one. Otherwise each masked
-    user-info password, secret query value and secret header value is put back from the stored
-    definition's same action (main or errorAction), when there is one to put back and the
-    request still goes to the same endpoint (`same_endpoint`): a key goes only where it came
-    from. A mask with nothing to put back stays as sent.
-    """
-    restored = copy.deepcopy(dict(sent))
-    action, before = restored.get("action"), stored.get("action")
-    if not isinstance(action, dict) or not isinstance(before, dict):
-        return restored
-    pairs = [(action, before), (action.get("errorAction"), before.get("errorAction"))]
-    for now, then in pairs:
-        request, previous = _request_of(now), _request_of(then)
-        if request is None or previous is None:
-            continue
-        uri, stored_uri = request.get("uri"), previous.get("uri")
-        if not isinstance(uri, str) or not isinstance(stored_uri, str):
-            continue
-        request["uri"] = restored_uri(uri, stored_uri)
-        headers, stored_headers = request.get("headers"), previous.get("headers")
-        if (
-            isinstance(headers, dict)
-            and isinstance(stored_headers, dict)
-            and same_endpoint(request["uri"], stored_uri)
-        ):
-            request["headers"] = restored_headers(headers, stored_headers)
-    return restored
-
-
 def restored_uri(sent: str, stored: str) -> str:
-    """`sent` with its masks replaced by the stored URI's values (see `restored_definition`)."""
+    """`sent` with its masks replaced by the stored URI's values, for the same endpoint only."""
     if sent == stored or not any(mask in sent for mask in _SENT_MASKS):
         return sent
     if sent == redact_uri(stored):
@@ -144,7 +97,7 @@ def restored_uri(sent: str, stored: str) -> str:
     return urlunsplit(new._replace(netloc=netloc, query=query))
 
 
-def restored_headers(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> JsonObject:
+def restored_headers(sent: Mapping[str, str], stored: Mapping[str, str]) -> dict[str, str]:
     """`sent`, each masked credential header's value taken from `stored` (names in any case)."""
     kept = {name.casefold(): value for name, value in stored.items() if is_secret_header(name)}
     return {
@@ -202,21 +155,6 @@ def is_secret_parameter(name: str) -> bool:
     return folded in SECRET_QUERY_PARAMETERS or any(
         part in folded for part in SECRET_QUERY_FRAGMENTS
     )
-
-
-def _requests(definition: JsonObject) -> Iterator[JsonObject]:
-    action = definition.get("action")
-    if not isinstance(action, dict):
-        return
-    for each in (action, action.get("errorAction")):
-        request = _request_of(each)
-        if request is not None:
-            yield request
-
-
-def _request_of(action: Any) -> JsonObject | None:
-    request = action.get("request") if isinstance(action, dict) else None
-    return request if isinstance(request, dict) else None
 
 
 def _parts(uri: str) -> SplitResult | None:

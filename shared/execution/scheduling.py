@@ -24,13 +24,9 @@ from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import resumed
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import JobProperties, JobState
-from shared.domain.job_document import (
-    JobDocument,
-    keeping_stored_secrets,
-    occurrences_of,
-    stored_properties,
-)
+from shared.domain.job_document import JobDocument, occurrences_of, stored_properties
 from shared.domain.job_rules import definition_problems, recurrence_conflict
+from shared.domain.job_secrets import keeping_stored_secrets
 from shared.domain.problems import InvalidRequest, Refused
 from shared.domain.run_now import run_now_refusal
 from shared.execution.dispatch import Dispatched, Dispatcher

@@ -21,13 +21,9 @@ from shared.domain.collection import CollectionBody, SkuName
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import JOB_TYPE, CollectionId, JobId
 from shared.domain.job_definition import JobBody, JobProperties, JobState
-from shared.domain.job_document import (
-    keeping_stored_secrets,
-    public_properties,
-    secret_values,
-    stored_properties,
-)
+from shared.domain.job_document import stored_properties
 from shared.domain.job_rules import definition_problems
+from shared.domain.job_secrets import keeping_stored_secrets, public_properties, secret_values
 from shared.domain.problems import InvalidRequest, RuleBroken, field_errors
 from shared.domain.redaction import masked_values
 from shared.domain.schedule.occurrences import Occurrences

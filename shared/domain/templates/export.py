@@ -17,7 +17,8 @@ from typing import Any
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import COLLECTION_TYPE
 from shared.domain.job_definition import FINAL_STATES, JobState
-from shared.domain.job_document import JobDocument, public_properties
+from shared.domain.job_document import JobDocument
+from shared.domain.job_secrets import public_properties
 from shared.domain.templates.expressions import escaped
 from shared.domain.wire import JsonObject
 
