@@ -11,18 +11,10 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from shared.domain.job_secrets import SECRETS
 from shared.domain.redaction import is_secret_header, same_endpoint
 from shared.domain.wire import JsonObject
 
-# Where each secret lives in an action: (message, [sub-object], field).
-SECRETS = (
-    ("request", "authentication", "password"),
-    ("request", "authentication", "pfx"),
-    ("request", "authentication", "secret"),
-    ("queueMessage", "sasToken"),
-    ("serviceBusQueueMessage", "authentication", "sasKey"),
-    ("serviceBusTopicMessage", "authentication", "sasKey"),
-)
 # Where the secrets of an action that sends no HTTP request go: (message, field naming the place).
 _MESSAGE_DESTINATIONS = (
     ("queueMessage", "storageAccount"),

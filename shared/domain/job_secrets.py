@@ -14,6 +14,8 @@ import base64
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic.alias_generators import to_snake
+
 from shared.domain.job_definition import (
     ErrorAction,
     HttpActionRequest,
@@ -31,14 +33,30 @@ from shared.domain.redaction import (
 )
 from shared.domain.wire import JsonObject
 
-# Where each secret field of an action is (pydantic's `exclude`, by field name): what a read
-# of a job leaves out.
-_ACTION_SECRETS: dict[str, Any] = {
-    "request": {"authentication": {"password", "pfx", "secret"}},
-    "queue_message": {"sas_token"},
-    "service_bus_queue_message": {"authentication": {"sas_key"}},
-    "service_bus_topic_message": {"authentication": {"sas_key"}},
-}
+# Where each secret field lives in an action, by its names on the wire: (message,
+# [sub-object], field). A read of a job leaves them out; a PATCH keeps them only where they went.
+SECRETS = (
+    ("request", "authentication", "password"),
+    ("request", "authentication", "pfx"),
+    ("request", "authentication", "secret"),
+    ("queueMessage", "sasToken"),
+    ("serviceBusQueueMessage", "authentication", "sasKey"),
+    ("serviceBusTopicMessage", "authentication", "sasKey"),
+)
+
+
+def _exclusion(places: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
+    """`places` as pydantic's `exclude` of an action: nested by field name."""
+    tree: dict[str, Any] = {}
+    for *steps, field in places:
+        node = tree
+        for step in steps:
+            node = node.setdefault(to_snake(step), {})
+        node[to_snake(field)] = True
+    return tree
+
+
+_ACTION_SECRETS = _exclusion(SECRETS)
 _SECRET_FIELDS = {"action": {**_ACTION_SECRETS, "error_action": _ACTION_SECRETS}}
 # How a request of a definition is changed, given the same action's request in another one.
 _RequestChange = Callable[[HttpActionRequest, HttpActionRequest | None], HttpActionRequest]

@@ -82,7 +82,7 @@ def is_secret_field(location: Sequence[str | int]) -> bool:
 
 
 # Fragments of field names that mark a secret; they cover every field of
-# `patch_secrets.SECRETS` (password, pfx, secret, sasToken, sasKey).
+# `job_secrets.SECRETS` (password, pfx, secret, sasToken, sasKey).
 SECRET_FIELD_FRAGMENTS = ("password", "secret", "key", "token", "pfx", "signature")
 # pydantic's findings that an object or a list was expected.
 _CONTAINER_KINDS = {"model_type", "dict_type", "model_attributes_type", "list_type", "tuple_type"}

@@ -27,7 +27,7 @@ def encode_job(document: JobDocument) -> Stored:
     """The document as JSON, as storage keeps it."""
     stored: Stored = {
         "definition": document.properties.to_wire(),
-        "status": encode_status(document.status),
+        "status": dict(document.status.to_wire()),
         "definedAt": iso(document.defined_at),
         "retries": _encode_retries(document.retries),
         "occurrences": document.occurrences,
@@ -76,20 +76,6 @@ def decode_properties(definition: Stored) -> JobProperties:
     sent = {name: value for name, value in definition.items() if name != "state"}
     properties = JobProperties.model_validate(sent)
     return properties.model_copy(update={"state": JobState(state or JobState.ENABLED.value)})
-
-
-def encode_status(status: JobStatus) -> Stored:
-    """A job's status as storage keeps it and the API shows it."""
-    wire: Stored = {
-        "executionCount": status.execution_count,
-        "failureCount": status.failure_count,
-        "faultedCount": status.faulted_count,
-    }
-    if status.last_execution_time is not None:
-        wire["lastExecutionTime"] = iso(status.last_execution_time)
-    if status.next_execution_time is not None:
-        wire["nextExecutionTime"] = iso(status.next_execution_time)
-    return wire
 
 
 def _decode_status(wire: Stored) -> JobStatus:

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.api.patch_secrets import SECRETS, secrets_staying
+from shared.api.patch_secrets import secrets_staying
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobProperties
-from shared.domain.job_secrets import keeping_stored_secrets
+from shared.domain.job_secrets import SECRETS, keeping_stored_secrets
 from shared.domain.problems import is_secret_field
 from shared.domain.redaction import masked_values, redact_text, redact_uri
 from shared.domain.wire import merge_patch
