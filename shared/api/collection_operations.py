@@ -13,6 +13,7 @@ from shared.domain.ids import (
 )
 from shared.domain.problems import InvalidRequest
 from shared.services import Services
+from shared.storage.collection_codec import encode_collection
 from shared.storage.interface import StoredCollection
 
 
@@ -73,7 +74,7 @@ def collection_id(request: ApiRequest) -> CollectionId:
 
 def collection_resource(stored: StoredCollection) -> dict[str, object]:
     resource = {"id": stored.id.arm_id, "type": COLLECTION_TYPE, "name": stored.id.name}
-    return {**resource, **stored.document.to_wire()}
+    return {**resource, **encode_collection(stored.document)}
 
 
 def _collection_response(status: int, stored: StoredCollection) -> ApiResponse:

@@ -3,8 +3,8 @@
 Stored: its SKU, state, location (under its display name), tags, and the quota as the client
 sent it (the real service echoed only what was sent); the effective quota, what its jobs live
 under, is that quota over the SKU's and never beyond it (shared/domain/collection.py). A client
-reads back exactly what is stored, so the stored JSON is the body a GET answers; `created`,
-`patched`, `to_wire` and `from_wire` are the one mapping between the wire models and it.
+reads back exactly what is stored, so the stored JSON (shared/storage/collection_codec.py) is
+the body a GET answers; `created` and `patched` are the one mapping from the wire models to it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from shared.domain.collection import (
     CollectionProperties,
     CollectionState,
     Quota,
+    Sku,
     SkuName,
     effective_quota,
     overlay,
     refuse_quota_above,
 )
 from shared.domain.regions import display_name
-from shared.domain.wire import JsonObject
 
 
 @dataclass(frozen=True)
@@ -83,31 +83,11 @@ class CollectionDocument:
         """The limits its jobs live under: its own quota over its SKU's, never beyond them."""
         return effective_quota(self.sku, self.quota)
 
-    def properties(self) -> JsonObject:
-        """Its `properties` as a client reads them: the SKU, the state, the quota as sent."""
-        properties: JsonObject = {"sku": {"name": self.sku.value}, "state": self.state.value}
-        if self.quota is not None:
-            properties["quota"] = self.quota.to_wire()
-        return properties
-
-    def to_wire(self) -> JsonObject:
-        """The document as JSON, as storage keeps it (and a GET shows it): no `tags` key at all
-        without tags, as the real service answered."""
-        stored: JsonObject = {"location": self.location}
-        if self.tags:
-            stored["tags"] = self.tags
-        return stored | {"properties": self.properties()}
-
-    @classmethod
-    def from_wire(cls, stored: JsonObject) -> CollectionDocument:
-        properties = stored["properties"]
-        quota = properties.get("quota")
-        return cls(
-            sku=SkuName(properties["sku"]["name"]),
-            state=CollectionState(properties["state"]),
-            quota=None if quota is None else Quota.model_validate(quota),
-            location=stored.get("location"),
-            tags=stored.get("tags") or None,
+    def properties(self) -> CollectionProperties:
+        """Its `properties` as a client reads them: the SKU, the state, the quota as sent (any
+        state: Deleted too, which a client may not set, hence no validation)."""
+        return CollectionProperties.model_construct(
+            sku=Sku(name=self.sku), state=self.state, quota=self.quota
         )
 
 

@@ -16,6 +16,7 @@ from azure.data.tables import TableTransactionError
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
 from shared.storage.batches import row_keys, submit_batches
+from shared.storage.collection_codec import decode_collection, encode_collection
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.counter_rows import CounterRows
 from shared.storage.documents import INCARNATION, DocumentTable, Preconditions, StoredCollection
@@ -40,7 +41,7 @@ class Collections:
 
     def __init__(self, table: TableLike, jobs_table: TableLike, counter_rows: CounterRows) -> None:
         self._collections = DocumentTable(
-            table, collection_id_of, CollectionDocument.to_wire, CollectionDocument.from_wire,
+            table, collection_id_of, encode_collection, decode_collection,
             "job collection",
         )  # fmt: skip
         self._jobs_table = jobs_table

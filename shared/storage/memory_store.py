@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
+from shared.storage.collection_codec import decode_collection, encode_collection
 from shared.storage.documents import (
     Preconditions,
     Stored,
@@ -53,7 +54,7 @@ class _Collection:
     incarnation: str
 
     def stored(self) -> StoredCollection:
-        document = CollectionDocument.from_wire(json.loads(self.text))
+        document = decode_collection(json.loads(self.text))
         return Stored(self.names, document, self.etag, self.incarnation)
 
 
@@ -98,7 +99,7 @@ class CollectionsInMemory:
         self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         key = _collection_key(collection)
-        text = as_json(document.to_wire())
+        text = as_json(encode_collection(document))
         with self._lock:
             current = self._collections.get(key)
             preconditions.check(current.stored() if current is not None else None)

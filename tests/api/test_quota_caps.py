@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from shared.domain.collection import MaxRecurrence, Quota, SkuName, quota_problems
-from shared.domain.collection_document import CollectionDocument
 from shared.domain.schedule.recurrence import Frequency
+from shared.storage.collection_codec import decode_collection
 from tests.api.test_classic_api import NS, XML_CLOUD_SERVICE, XML_COLLECTION
 from tests.conftest import Service
 
@@ -98,7 +98,7 @@ def test_a_collection_stored_above_its_skus_limits_is_held_to_them() -> None:
     """Collections saved before quotas were capped may say more than their SKU allows."""
     stored = {"properties": {"sku": {"name": "Free"}, "state": "Enabled",
                              "quota": {"maxJobCount": 100000, "maxRecurrence": {"frequency": "minute", "interval": 1}}}}  # fmt: skip
-    assert CollectionDocument.from_wire(stored).effective_quota == Quota(max_job_count=5, max_recurrence=MaxRecurrence(frequency=Frequency.HOUR))
+    assert decode_collection(stored).effective_quota == Quota(max_job_count=5, max_recurrence=MaxRecurrence(frequency=Frequency.HOUR))
 
 
 # --- a quota above the SKU's limits: 400 --------------------------------------------------------

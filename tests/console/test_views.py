@@ -16,12 +16,12 @@ from shared.console.views import (
     timeline,
     trouble,
 )
-from shared.domain.collection_document import CollectionDocument
 from shared.domain.decisions import Outcome, Run, settle
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ErrorAction, JobState
 from shared.domain.job_document import JobDocument
 from shared.domain.redaction import redact_headers, redact_uri
+from shared.storage.collection_codec import decode_collection
 from shared.storage.interface import StoredCollection, StoredJob
 from shared.storage.job_codec import decode_properties
 from tests.factories import utc
@@ -49,7 +49,7 @@ EVERY_MINUTE = {"frequency": "minute", "interval": 1}
 def test_a_collection_counts_its_jobs_by_state() -> None:
     collection = StoredCollection(
         COLLECTION,
-        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        decode_collection({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     jobs = [
@@ -123,7 +123,7 @@ def test_trouble_is_named_a_failing_run_a_retry_a_fault_and_a_late_job() -> None
 
     collection = StoredCollection(
         COLLECTION,
-        CollectionDocument.from_wire({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
+        decode_collection({"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": "Enabled"}}),
         "etag",
     )
     counted = collection_view(collection, [spent, late, stored_job("fine", http_job())], NOW)

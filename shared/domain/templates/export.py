@@ -53,7 +53,7 @@ def exported_template(collections: Sequence[ExportedCollection]) -> JsonObject:
         }
         if collection.document.tags:
             resource["tags"] = _literal(collection.document.tags)
-        resource["properties"] = _literal(collection.document.properties())
+        resource["properties"] = _literal(collection.document.properties().to_wire())
         if jobs:
             resource["resources"] = jobs
         resources.append(resource)

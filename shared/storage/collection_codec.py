@@ -1,0 +1,35 @@
+"""The one place a collection's document turns into the JSON storage keeps and back. A client
+reads back exactly what is stored, so that JSON is also the body a GET answers: no `tags` key at
+all without tags, as the real service answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.domain.collection import CollectionState, Quota, SkuName
+from shared.domain.collection_document import CollectionDocument
+
+# The stored form, as JSON: what `json.loads` gives back.
+Stored = dict[str, Any]
+
+
+def encode_collection(document: CollectionDocument) -> Stored:
+    """The document as storage keeps it and a GET shows it."""
+    stored: Stored = {"location": document.location}
+    if document.tags:
+        stored["tags"] = document.tags
+    return stored | {"properties": document.properties().to_wire()}
+
+
+def decode_collection(stored: Stored) -> CollectionDocument:
+    """The document storage keeps; KeyError, ValueError or pydantic's ValidationError if it is
+    not one."""
+    properties = stored["properties"]
+    quota = properties.get("quota")
+    return CollectionDocument(
+        sku=SkuName(properties["sku"]["name"]),
+        state=CollectionState(properties["state"]),
+        quota=None if quota is None else Quota.model_validate(quota),
+        location=stored.get("location"),
+        tags=stored.get("tags") or None,
+    )
