@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit
 
+from shared.domain.history import HistoryProperties
 from shared.domain.job_definition import ActionName, ActionType, ErrorAction, JobState
-from shared.domain.schedule.exclusion_reasons import excluded_occurrences
+from shared.domain.schedule.exclusion_reasons import ExcludedView, excluded_occurrences
 from shared.domain.schedule.recurrence import Recurrence
 from shared.domain.schedule.timezones import iana_name
 from shared.domain.schedule.words import describe
@@ -80,7 +81,7 @@ class JobRow(TypedDict):
     schedule: str
     action: str
     nextRun: str | None
-    lastRun: JsonObject | None  # the last attempt as the job's document keeps it
+    lastRun: HistoryProperties | None  # the last attempt as the job's document keeps it
     counts: JobCounts
 
 
@@ -97,7 +98,7 @@ class TimelineRow(TypedDict):
     timeZone: TimeZoneView | None
     # Runs its days off skip or move within the span (exclusion_reasons.excluded_occurrences):
     # only for a job whose recurrence has exclusions, and only when there are some.
-    excluded: NotRequired[list[JsonObject]]
+    excluded: NotRequired[list[ExcludedView]]
 
 
 # Functional form: `from` is a Python keyword.

@@ -27,6 +27,7 @@ from shared.domain import history
 from shared.domain.attempts import Attempt, Delivery, Pending, execution_id
 from shared.domain.collection import CollectionState
 from shared.domain.excluded_history import excluded_before
+from shared.domain.history import HistoryEntry, HistoryProperties
 from shared.domain.ids import JobId
 from shared.domain.job_definition import (
     ActionName,
@@ -35,9 +36,8 @@ from shared.domain.job_definition import (
     OverlapPolicy,
 )
 from shared.domain.job_document import JobDocument, Retries
-from shared.domain.wire import JsonObject, iso
+from shared.domain.wire import iso
 
-HistoryEntry = tuple[str, JsonObject]  # (entry id, the entry as the API shows it)
 # How long a message sent ahead of its write may wait for that write to land. A delivery keeps
 # the time it was first sent across every re-send, so one whose write never landed (refused,
 # or the writer crashed) is dropped this long after it was first sent, and no later.
@@ -320,11 +320,13 @@ def settle(
     retries_spent = retry is None or retry.attempt.action is ActionName.ERROR_ACTION
     if attempt.action is ActionName.MAIN_ACTION and not outcome.succeeded and retries_spent:
         status = replace(status, faulted_count=status.faulted_count + 1)
+    summary = entry.copy()
+    summary.pop("message", None)
     updated = replace(
         document,
         status=status,
         history_count=document.history_count + len(entries),
-        last_attempt={name: value for name, value in entry.items() if name != "message"},
+        last_attempt=summary,
         occurrences=document.occurrences
         + (run.passed if not attempt.run_now and attempt.starts_occurrence else 0),
     )
@@ -426,7 +428,9 @@ def _retry_after(
     return None
 
 
-def _entry(attempt: Attempt, outcome: Outcome, document: JobDocument, run: Run) -> JsonObject:
+def _entry(
+    attempt: Attempt, outcome: Outcome, document: JobDocument, run: Run
+) -> HistoryProperties:
     return {
         "startTime": iso(outcome.started),
         "endTime": iso(outcome.ended),
@@ -450,7 +454,7 @@ def _occurrence_number(attempt: Attempt, document: JobDocument, run: Run) -> int
 
 def _postponed_entry(
     expected: datetime, run: Run, ran_instead: datetime, now: datetime
-) -> JsonObject:
+) -> HistoryProperties:
     """The entry of an occurrence missed, with the reason it was: the one that applies to it."""
     if run.previous_until is not None and expected < run.previous_until:
         reason = (
@@ -474,7 +478,7 @@ def _postponed_entry(
 
 def _skipped_entry(
     expected: datetime, reason: str, policy: OverlapPolicy, now: datetime
-) -> JsonObject:
+) -> HistoryProperties:
     """The entry of an occurrence not run because another was still running: Postponed, as
     history has no other status for an occurrence not run, and the reason says why."""
     message = f"Skipped: {reason} (overlapPolicy {policy.value})."

@@ -14,13 +14,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from shared.domain import history
+from shared.domain.history import HistoryEntry
 from shared.domain.job_document import JobDocument
 from shared.domain.schedule.exclusion_reasons import last_excluded, why_excluded
 from shared.domain.schedule.exclusions import OnExcluded
 from shared.domain.schedule.timezones import wall_time, zone_named
-from shared.domain.wire import JsonObject, iso, parse_iso
+from shared.domain.wire import iso, parse_iso
 
-HistoryEntry = tuple[str, JsonObject]  # as decisions.HistoryEntry: (entry id, the entry)
 _DIRECTION = {
     OnExcluded.NEXT_BUSINESS_DAY: "next",
     OnExcluded.PREVIOUS_BUSINESS_DAY: "previous",

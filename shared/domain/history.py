@@ -8,13 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import NotRequired, TypedDict
 
 from shared.domain.job_definition import ActionName, HistoryStatus
-from shared.domain.wire import EPOCH, JsonObject, iso, ticks
+from shared.domain.wire import EPOCH, iso, ticks
 
 KEPT_FOR = timedelta(days=60)  # history, and jobs after they completed or faulted
 MOST_HISTORY = 1000  # entries kept per job, the newest
 _LATEST_TICKS = 10**19
+
+
+class HistoryProperties(TypedDict):
+    """A history entry's properties, as the API shows them and storage keeps them."""
+
+    startTime: str
+    endTime: str
+    expectedExecutionTime: str
+    actionName: str
+    status: str
+    # Always there in an entry; left out of a job's last attempt, which the job's document keeps
+    # for the console (the message can be long).
+    message: NotRequired[str]
+    retryCount: int
+    repeatCount: int
+
+
+HistoryEntry = tuple[str, HistoryProperties]  # (entry id, the entry)
 
 
 def entry_id(expected: datetime, step: int, run_now: bool) -> str:
@@ -44,7 +63,7 @@ def history_to_remove(entry_ids: Iterable[str], now: datetime) -> list[str]:
     ]
 
 
-def not_run_entry(expected: datetime, message: str, now: datetime) -> JsonObject:
+def not_run_entry(expected: datetime, message: str, now: datetime) -> HistoryProperties:
     """The entry of an occurrence that did not run at its time: Postponed, the only status
     history has for that, and `message` says why."""
     return {

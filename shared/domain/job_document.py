@@ -20,7 +20,7 @@ from typing import NotRequired, TypedDict, TypeVar
 from shared.domain.attempts import Attempt, Claim, Pending
 from shared.domain.certificates import read_pfx
 from shared.domain.collection import SkuName
-from shared.domain.history import KEPT_FOR
+from shared.domain.history import KEPT_FOR, HistoryProperties
 from shared.domain.job_definition import (
     FINAL_STATES,
     ErrorAction,
@@ -122,7 +122,7 @@ class JobDocument:
     region: str = ""  # its collection's location, which StorageQueue messages name
     # The history entry of the latest attempt, without its message: what the console shows as
     # a job's last run, with no history query per job.
-    last_attempt: JsonObject | None = None
+    last_attempt: HistoryProperties | None = None
     # Why the state was last changed, as the client said (the classic API's `stateDetails`);
     # None when it said nothing. It belongs to that change: the next change of state replaces it.
     state_reason: str | None = None

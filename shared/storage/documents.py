@@ -10,7 +10,7 @@ table of documents.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -57,7 +57,6 @@ class Stored(Generic[Id, Document]):
 StoredCollection = Stored[CollectionId, CollectionDocument]
 StoredJob = Stored[JobId, JobDocument]
 StoredCloudService = Stored[CloudServiceId, dict[str, str]]
-HistoryEntry = tuple[str, JsonObject]  # (entry id, entry)
 
 
 @dataclass(frozen=True)
@@ -208,6 +207,6 @@ class DocumentTable(Generic[Id, Document]):
         )
 
 
-def as_json(document: JsonObject) -> str:
+def as_json(document: Mapping[str, object]) -> str:
     """A document as the string property that holds it: compact JSON."""
     return json.dumps(document, separators=(",", ":"))

@@ -14,10 +14,11 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.domain.history import HistoryEntry
 from shared.domain.ids import CollectionId
 from shared.domain.job_document import JobDocument
 from shared.storage.batches import LARGEST_BATCH, RACES_LOST, submit_batches
-from shared.storage.documents import HistoryEntry, Stored, StoredJob
+from shared.storage.documents import Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
 from shared.storage.job_codec import decode_job

@@ -14,11 +14,12 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError
 
+from shared.domain.history import HistoryEntry, HistoryProperties
 from shared.domain.ids import JobId
 from shared.domain.job_definition import HistoryStatus
 from shared.domain.wire import JsonObject
 from shared.storage.batches import LARGEST_BATCH, LARGEST_QUERY_PAGE, submit_batches
-from shared.storage.documents import HistoryEntry, PageBounds, as_json
+from shared.storage.documents import PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
 from shared.storage.table_http import TableLike
 
@@ -118,7 +119,7 @@ class History:
         self.remove(job, self.ids(job))
 
 
-def history_entity(job: JobId, entry_id: str, entry: JsonObject) -> JsonObject:
+def history_entity(job: JobId, entry_id: str, entry: HistoryProperties) -> JsonObject:
     low, _ = history_range(job)
     return {
         "PartitionKey": jobs_partition(job.collection),

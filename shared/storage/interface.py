@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Protocol
 
 from shared.domain.collection_document import CollectionDocument
+from shared.domain.history import HistoryEntry
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
 from shared.domain.job_definition import HistoryStatus, JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.documents import (
-    HistoryEntry,
     JobSlot,
     PageBounds,
     Preconditions,

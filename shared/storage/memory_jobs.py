@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.domain.history import HistoryEntry
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
 from shared.domain.job_document import JobDocument
 from shared.storage.batches import LARGEST_BATCH
 from shared.storage.counter_rows import Counter
 from shared.storage.documents import (
-    HistoryEntry,
     JobSlot,
     PageBounds,
     Preconditions,

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from shared.domain.history import HistoryEntry
 from shared.domain.ids import CloudServiceId, JobId
 from shared.domain.job_definition import HistoryStatus
 from shared.storage.documents import (
-    HistoryEntry,
     PageBounds,
     Preconditions,
     Stored,

@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import StringConstraints, ValidationError, field_validator
 
+from shared.domain.history import HistoryProperties
 from shared.domain.job_definition import JobProperties, JobState, settable_state
 from shared.domain.problems import InvalidRequest, field_errors
 from shared.domain.wire import JsonObject, WireModel
@@ -91,9 +92,9 @@ def classic_job(name: str, properties: JsonObject) -> JsonObject:
     return {"id": name, **job}
 
 
-def classic_history_entry(job_name: str, entry_id: str, entry: JsonObject) -> JsonObject:
+def classic_history_entry(job_name: str, entry_id: str, entry: HistoryProperties) -> JsonObject:
     """One execution as the classic API lists it: flat, naming its job."""
-    spelled = dict(entry)
+    spelled: JsonObject = dict(entry)
     for name in ("status", "actionName"):
         if isinstance(spelled.get(name), str):
             spelled[name] = classic_spelling(spelled[name])

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, date, datetime, timedelta
+from typing import NotRequired, TypedDict
 
 from shared.domain.schedule.days import DayOfWeek
 from shared.domain.schedule.excluded_days import ExcludedOccurrence
 from shared.domain.schedule.exclusions import BusinessCalendar
 from shared.domain.schedule.occurrences import Occurrences
 from shared.domain.schedule.timezones import wall_time, zone_named
-from shared.domain.wire import JsonObject, iso
+from shared.domain.wire import iso
 
 _ENGLISH = ("en_US", "en_GB", "en")
 _DAY_NAMES = [day.value.capitalize() for day in DayOfWeek]
@@ -98,18 +99,26 @@ def _holiday_names(country: str, subdivision: str | None, year: int) -> dict[dat
     return dict(named.items())
 
 
+class ExcludedView(TypedDict):
+    """An occurrence a calendar skips or moves, as a preview shows it."""
+
+    scheduled: str
+    reason: str
+    movedTo: NotRequired[str]  # absent: skipped
+
+
 def excluded_occurrences(
     schedule: Occurrences, start: datetime, end: datetime, most: int = 50
-) -> list[JsonObject]:
+) -> list[ExcludedView]:
     """The occurrences in [start, end] that a job's calendar skips or moves, for a preview:
     when each was scheduled, where it went (absent: skipped) and why; at most `most`."""
     calendar, recurrence = schedule.calendar, schedule.recurrence
     if calendar is None or recurrence is None:
         return []
     zone = zone_named(recurrence.time_zone) if recurrence.time_zone else UTC
-    found: list[JsonObject] = []
+    found: list[ExcludedView] = []
     for excluded in first_excluded(schedule, start, end + timedelta(microseconds=1), most):
-        shown: JsonObject = {
+        shown: ExcludedView = {
             "scheduled": iso(excluded.scheduled),
             "reason": why_excluded(calendar, wall_time(excluded.scheduled, zone).date()),
         }
