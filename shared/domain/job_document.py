@@ -133,11 +133,11 @@ class JobDocument:
         region: str = "", previous: JobDocument | None = None, state_reason: str | None = None,
     ) -> JobDocument:  # fmt: skip
         """The document of a stored definition (`stored_properties`) saved at `defined_at` in a
-        collection of `sku`, waiting
-        for its first occurrence if it is enabled. A new definition starts its schedule afresh;
-        the counts of what already ran (`previous`, the document it replaces) stay, and so does
-        the count of its history entries, which outlive the redefinition. `state_reason` is the
-        reason sent with it (None: none was sent; see `reason_after`)."""
+        collection of `sku`, waiting for its first occurrence if it is enabled. A new definition
+        starts its schedule afresh; the counts of what already ran (`previous`, the document it
+        replaces) stay, and so does the count of its history entries, which outlive the
+        redefinition. `state_reason` is the reason sent with it (None: none was sent; see
+        `reason_after`)."""
         status, history_count, last_attempt = JobStatus(), 0, None
         if previous is not None:
             status = replace(previous.status, next_execution_time=None)

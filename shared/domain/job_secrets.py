@@ -4,7 +4,7 @@ write that sends the masks back gets back, and what history must never quote.
 The secret fields (a password, a pfx, an OAuth secret, a SAS token or key) are left out of
 what a client reads; keys in plain fields (a URI's query or user-info, credential headers) are
 masked (`shared.domain.redaction` says which). A client that reads a job and writes it back
-sends the masks: `restored_properties` puts the stored values back, but only for the endpoint
+sends the masks: `keeping_stored_secrets` puts the stored values back, but only for the endpoint
 they came from.
 """
 
