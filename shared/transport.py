@@ -19,9 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-import requests
-from azure.core.pipeline.transport import RequestsTransport
-from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from shared.domain.wire import SdkOption
@@ -45,6 +42,12 @@ def with_pooled_transport(endpoint: str, options: Mapping[str, SdkOption]) -> di
     """A client's `options` for `endpoint`, with a transport that keeps up to CALLS_AT_ONCE
     connections open. The transport takes the client's options, as the SDK's own default
     transport does (`connection_verify`, timeouts)."""
+    # requests and the SDK's transport on it are imported when the first SDK client is built,
+    # so that importing the app (whose own storage client does not use them) does not pay.
+    import requests  # noqa: PLC0415
+    from azure.core.pipeline.transport import RequestsTransport  # noqa: PLC0415
+    from requests.adapters import HTTPAdapter  # noqa: PLC0415
+
     environment = environment_settings(endpoint)
     if environment["verify"] is not True and "connection_verify" not in options:
         options = {**options, "connection_verify": environment["verify"]}
@@ -63,6 +66,8 @@ def environment_settings(endpoint: str) -> EnvironmentSettings:
     """What requests would take from the environment for `endpoint`, read once: its `proxies`
     (NO_PROXY counts) and `verify` (a CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE,
     else True)."""
+    import requests  # noqa: PLC0415  (on first use, as above)
+
     with requests.Session() as probe:
         found = probe.merge_environment_settings(endpoint, {}, None, None, None)
     verify = found["verify"]

@@ -46,6 +46,7 @@ LAZY = {
     "shared.api.openapi": "the first /openapi.json request",
     "shared.console.views": "the console's first read",
     "shared.domain.schedule.words": "the first schedule described (console, ARM job reads)",
+    "requests": "the own storage client's first request (proxy settings), or an SDK client built",
 }
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 

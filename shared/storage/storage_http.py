@@ -43,7 +43,6 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 from azure.core.pipeline.transport import HttpResponse as SdkHttpResponse
-from requests.utils import get_environ_proxies
 
 from shared.transport import CALLS_AT_ONCE
 
@@ -434,7 +433,10 @@ def _pool(
 ) -> tuple[urllib3.HTTPConnectionPool | urllib3.ProxyManager, bool]:
     """The connections to `url`, and whether a request names its absolute URL (through a
     proxy) or only its path (to the endpoint's own pool, which saves parsing the URL)."""
-    # The proxy the environment names for this endpoint (NO_PROXY counts), read once.
+    # The proxy the environment names for this endpoint (NO_PROXY counts), read once. requests
+    # is imported here, on the first request, so that importing the app does not pay for it.
+    from requests.utils import get_environ_proxies  # noqa: PLC0415
+
     proxies = get_environ_proxies(url)
     proxy = proxies.get(urlsplit(url).scheme) or proxies.get("all")
     options: _PoolOptions = {
