@@ -10,6 +10,7 @@ executor, history.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import uuid
@@ -26,7 +27,7 @@ from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobBody
 from shared.execution import messages
 from shared.execution.timer import tick
-from shared.services import build
+from shared.services import Services, build
 from shared.settings import Settings, chosen_storage_client, max_dequeue_count
 from shared.storage.due_index import BUCKET, bucket_of
 from shared.storage.interface import Preconditions, Storage, Stored
@@ -59,11 +60,12 @@ class Pipeline:
             servicebus_endpoint=service_bus or None,
             storage_client=chosen_storage_client(os.environ),  # CI runs these on both clients
         )  # fmt: skip
-        self.services = build(
-            settings, clock=self.clock, sleep=lambda seconds: None, queue_name=f"exec{suffix}",
-            due_table=f"due{suffix}", follow_up_gathering=timedelta(0),
-            action_timeout=action_timeout, storage=store,
+        self._build = functools.partial(
+            build, settings, clock=self.clock, sleep=lambda seconds: None,
+            queue_name=f"exec{suffix}", due_table=f"due{suffix}",
+            follow_up_gathering=timedelta(0), action_timeout=action_timeout,
         )  # fmt: skip
+        self.services = self._build(storage=store)
         self.store, self.index = self.services.storage, self.services.due_index
         self.dispatcher, self.executor = self.services.dispatcher, self.services.worker
         self.queue = QueueClient.from_connection_string(
@@ -78,6 +80,11 @@ class Pipeline:
             self.clock(), preconditions=Preconditions(), previous=None,
         )  # fmt: skip
         self.poisoned: list[str] = []
+
+    def another_process(self) -> Services:
+        """The same services built again on the same storage, queue and due index: what another
+        instance of the app would do (nothing of this one's memory shared)."""
+        return self._build()
 
     # --- jobs, as the API saves them ---
 

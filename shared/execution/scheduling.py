@@ -34,6 +34,7 @@ from shared.logs import app_logger
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.errors import (
     ChangedSinceRead,
+    CollectionChanged,
     EtagMismatch,
     ModifiedConcurrently,
     StorageError,
@@ -77,9 +78,15 @@ class Scheduling:
     ) -> tuple[StoredJob, bool]:
         """Create or replace a job's definition, checked against every rule and its collection's
         quotas; what is now stored, and whether it was created. `slot` is the job as the caller
-        read it, if it did; `state_reason` why its state is set (the classic `stateDetails`)."""
-        collection = self._storage.collections.existing_collection(job.collection)
-        slot = slot or self._storage.jobs.job_slot(job)
+        read it, if it did; `state_reason` why its state is set (the classic `stateDetails`).
+
+        The collection is taken as recently read (its terms: SKU, quota, region), and the job,
+        unless an If-Match needs it, as not there without a read where that is known; the write
+        checks both (CollectionChanged, ChangedSinceRead), and a lost check is one more round.
+        """
+        collection = self._storage.collections.collection_for_jobs(job.collection)
+        unread_if_absent = preconditions is None or preconditions.if_match is None
+        slot = slot or self._storage.jobs.job_slot(job, trust_known_absence=unread_if_absent)
         # A writer that lost its race (the executor settled the job, another PUT landed) builds
         # its document again on the job as it is now: written over the newer job, the document
         # built on the older one would put back the counts and state that write changed.
@@ -88,6 +95,7 @@ class Scheduling:
             for attempt in optimistic_attempts(CONTENDED_WRITE_ATTEMPTS, back_off=True):
                 if attempt:
                     slot = self._storage.jobs.job_slot(job)
+                    collection = self._storage.collections.collection_for_jobs(job.collection)
                 try:
                     saved = self._save_definition_on(
                         job, properties, now, collection, slot,
@@ -95,6 +103,8 @@ class Scheduling:
                     )  # fmt: skip
                 except _LostRace as lost:
                     sent_by_lost_attempts.append(lost.dispatched)
+                    continue
+                except CollectionChanged:
                     continue
                 break
             else:
@@ -165,8 +175,15 @@ class Scheduling:
         if current is not None and _same_as_stored(document, current.document):
             # The same definition again (a template deployed again does this to every job):
             # what is stored already says it all, and what it waits for was sent before it was
-            # written. Nothing to send or write; the job keeps its etag.
+            # written. Nothing to send or write; the job keeps its etag. No write checks the
+            # collection's terms here, so they are read now.
             preconditions.check(current)
+            now_stored = self._storage.collections.existing_collection(job.collection)
+            if (now_stored.incarnation, now_stored.version) != (
+                collection.incarnation,
+                collection.version,
+            ):
+                raise CollectionChanged(job)
             return current, False
         dispatched = self._dispatcher.dispatch(
             [Delivery(job, now, entry) for entry in document.pending], now

@@ -4,6 +4,8 @@ all without tags, as the real service answered."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from shared.domain.collection import CollectionState, Quota, SkuName
@@ -33,3 +35,10 @@ def decode_collection(stored: Stored) -> CollectionDocument:
         location=stored.get("location"),
         tags=stored.get("tags") or None,
     )
+
+
+def version_of(document: CollectionDocument) -> str:
+    """The version of what a job's write depends on in its collection: its SKU, its quota as in
+    effect, and its region. The same terms give the same version in every process."""
+    terms = [document.sku.value, document.effective_quota.to_wire(), document.location]
+    return hashlib.sha256(json.dumps(terms, sort_keys=True).encode()).hexdigest()[:16]

@@ -31,8 +31,10 @@ from shared.storage.counter_rows import Counter
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 from shared.storage.table_http import TableLike
 
-# The collections table's column that tells a collection's creations apart (Stored.incarnation).
+# The collections table's columns that tell a collection's creations apart (Stored.incarnation)
+# and the versions of its terms for jobs (Stored.version).
 INCARNATION = "Incarnation"
+VERSION = "Version"
 
 Id = TypeVar("Id", CloudServiceId, CollectionId, JobId)
 # What each table keeps: collections, jobs, and the classic API's cloud services (label,
@@ -46,12 +48,15 @@ class Stored(Generic[Id, Document]):
 
     A collection's `incarnation` tells its creations apart: a collection deleted and created
     again under the same name has a new one (empty for other resources, and for collections
-    created before incarnations were recorded)."""
+    created before incarnations were recorded). Its `version` changes when what its jobs' writes
+    depend on does (job_collections.py; empty for collections last saved before versions were
+    recorded)."""
 
     id: Id
     document: Document
     etag: str
     incarnation: str = ""
+    version: str = ""
 
 
 StoredCollection = Stored[CollectionId, CollectionDocument]
@@ -149,8 +154,8 @@ class DocumentTable(Generic[Id, Document]):
         document: Document,
         preconditions: Preconditions,
         keep_from_current: tuple[str, ...] = (),
-    ) -> tuple[Stored[Id, Document], bool]:
-        """Create or replace; returns what is now stored and whether it was created.
+    ) -> tuple[Stored[Id, Document], Stored[Id, Document] | None]:
+        """Create or replace; returns what is now stored and what it replaced (None: created).
 
         `keep_from_current` names columns that a replace keeps from the stored entity (a name
         keeps the case it was created with).
@@ -181,7 +186,7 @@ class DocumentTable(Generic[Id, Document]):
                     )
             except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
                 continue
-            return self.from_entity(entity, metadata["etag"]), current is None
+            return self.from_entity(entity, metadata["etag"]), current
         raise ModifiedConcurrently(self._kind)
 
     def delete(self, partition: str, row: str, preconditions: Preconditions) -> bool:
@@ -204,6 +209,7 @@ class DocumentTable(Generic[Id, Document]):
             document=self._decode(json.loads(entity["Document"])),
             etag=etag or entity.metadata["etag"],
             incarnation=str(entity.get(INCARNATION, "")),
+            version=str(entity.get(VERSION, "")),
         )
 
 

@@ -48,3 +48,13 @@ class ChangedSinceRead(StorageError):
     def __init__(self, job: JobId) -> None:
         super().__init__(f"{job.arm_id} changed since it was read")
         self.job = job
+
+
+class CollectionChanged(ChangedSinceRead):
+    """The job's collection changed what its jobs' writes depend on (its SKU, quota or region;
+    or it was created anew) after the caller read it: the caller reads the collection again
+    and builds the job's document anew, as for a job changed since read."""
+
+    def __init__(self, job: JobId) -> None:
+        super().__init__(job)
+        self.args = (f"{job.collection.arm_id} changed since it was read",)

@@ -62,6 +62,10 @@ class CollectionStore(Protocol):
     def existing_collection(self, collection: CollectionId) -> StoredCollection:
         """The collection as stored, or NotFound."""
 
+    def collection_for_jobs(self, collection: CollectionId) -> StoredCollection:
+        """The collection as a job's write takes it (`save_job`'s `within`), or NotFound: read
+        recently, not necessarily now; the write checks that it still holds."""
+
     def collections(
         self, subscription: str, resource_group: str | None = None
     ) -> list[StoredCollection]:
@@ -74,7 +78,8 @@ class CollectionStore(Protocol):
         self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         """Create or replace a collection; what is now stored, and whether it was created. A
-        replace keeps the case of the names it was created with, and its incarnation. A new
+        replace keeps the case of the names it was created with, and its incarnation; its
+        version changes when its terms for jobs (SKU, quota, region) do. A new
         collection (a new incarnation) starts with no jobs and no history, whatever a deletion
         of the same name left behind; only its recorded state (`set_collection_state`) stays."""
 
@@ -113,9 +118,13 @@ class JobStore(Protocol):
         collection's run-nows changed since `stored` and `in_flight` were read: the job as
         written, or None when another writer came first (read both again and decide again)."""
 
-    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
+    def job_slot(
+        self, job: JobId, *, counted: bool = False, trust_known_absence: bool = False
+    ) -> JobSlot:
         """The job as read for a write (`save_job`, or a read-modify-write of the caller's); with
-        `counted`, its collection's job count too."""
+        `counted`, its collection's job count too. With `trust_known_absence` a job known not to
+        be there may be taken as absent unread (for a write checked by `save_job`: one created
+        meanwhile makes it ChangedSinceRead)."""
 
     def save_job(
         self, job: JobId, document: JobDocument, preconditions: Preconditions, slot: JobSlot,
@@ -130,9 +139,12 @@ class JobStore(Protocol):
         counts against `max_jobs` (QuotaExceeded when the collection holds that many): the
         count is exact under races, and a crash may only ever leave it too high, never too low;
         a creator refused with `now` given first corrects counts left too high by crashes long
-        enough ago. With `within` (the collection as the caller read it), a new job is kept
-        only if that collection, that incarnation of it, is still there once the job is in;
-        otherwise it is withdrawn and the answer is NotFound for the collection.
+        enough ago. With `within` (the collection as the caller read it, whose terms the
+        document was built on), a new job is kept only if that collection, that incarnation of
+        it, is still there once the job is in; otherwise it is withdrawn and the answer is
+        NotFound for the collection. A write built on terms that have changed since (the
+        collection's version) is not made: the answer is CollectionChanged (a ChangedSinceRead:
+        read the collection and the job again and build the document anew).
         """
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:

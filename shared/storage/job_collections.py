@@ -1,13 +1,21 @@
 """Job collections in storage: one row each in the collections table (a subscription's rows
-share a partition, keyed "<group>:<name>"), and, when a collection is created anew or deleted,
-the sweep of its jobs partition.
+share a partition, keyed "<group>:<name>"), the mark of each one's incarnation and terms in its
+jobs partition, and, when a collection is created anew or deleted, the sweep of that partition.
+
+A job's write needs its collection's terms (SKU, quota, region): it takes them as this process
+last read or wrote them (`collection_for_jobs`), and checks in its own batch that they still
+hold, by rewriting the mark of that incarnation and version (jobs.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
@@ -16,11 +24,18 @@ from azure.data.tables import TableTransactionError
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
 from shared.storage.batches import row_keys, submit_batches
-from shared.storage.collection_codec import decode_collection, encode_collection
+from shared.storage.collection_codec import decode_collection, encode_collection, version_of
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
 from shared.storage.counter_rows import CounterRows
-from shared.storage.documents import INCARNATION, DocumentTable, Preconditions, StoredCollection
+from shared.storage.documents import (
+    INCARNATION,
+    VERSION,
+    DocumentTable,
+    Preconditions,
+    StoredCollection,
+)
 from shared.storage.errors import ModifiedConcurrently, NotFound
+from shared.storage.job_names import JobNames
 from shared.storage.keys import (
     AFTER_INCARNATION_MARKS,
     COLLECTION_GATE,
@@ -34,21 +49,79 @@ from shared.storage.keys import (
 from shared.storage.table_http import TableLike
 
 COLLECTIONS_TABLE = "jobcollections"
+# How long job writes take a collection as last read or written before reading it again. Each
+# write checks that what it took still holds (its mark), so this bounds only what that check
+# cannot see: a mark left behind by a crash between a collection's change and its removal.
+KNOWN_FOR_S = 60.0
+REMEMBERED_COLLECTIONS = 4096
+
+
+@dataclass
+class _Known:
+    """A collection as this process last read or wrote it, for job writes."""
+
+    stored: StoredCollection
+    read_at: float  # monotonic
+    unmarked: bool = False  # a job's write found no mark of this incarnation and version
 
 
 class Collections:
     """The collections table, and the jobs partitions (in `jobs_table`) its collections own."""
 
-    def __init__(self, table: TableLike, jobs_table: TableLike, counter_rows: CounterRows) -> None:
+    def __init__(
+        self, table: TableLike, jobs_table: TableLike, counter_rows: CounterRows,
+        job_names: JobNames,
+    ) -> None:  # fmt: skip
         self._collections = DocumentTable(
             table, collection_id_of, encode_collection, decode_collection,
             "job collection",
         )  # fmt: skip
         self._jobs_table = jobs_table
-        self._counter_rows = counter_rows
+        self._counter_rows, self._job_names = counter_rows, job_names
+        self._known: OrderedDict[str, _Known] = OrderedDict()  # by jobs partition
+        self._lock = threading.Lock()
 
     def collection(self, collection: CollectionId) -> StoredCollection | None:
-        return self._collections.get(collection_partition(collection), collection_row(collection))
+        stored = self._collections.get(collection_partition(collection), collection_row(collection))
+        self._remember(collection, stored)
+        return stored
+
+    def collection_for_jobs(self, collection: CollectionId) -> StoredCollection:
+        """The collection as a job's write takes it (NotFound if there is none): as this
+        process last read or wrote it, if less than KNOWN_FOR_S ago, else read now. The write
+        checks that its incarnation and version are still there (`Jobs.save_job`)."""
+        with self._lock:
+            known = self._known.get(jobs_partition(collection))
+            if known is not None and time.monotonic() - known.read_at < KNOWN_FOR_S:
+                return known.stored
+        return self.existing_collection(collection)
+
+    def unmarked(self, stored: StoredCollection) -> bool:
+        """Whether a job's write found no mark of this incarnation and version of the
+        collection (created before marks, or a mark write failed): then writes go without one,
+        and a creator reads the collection again after its insert."""
+        with self._lock:
+            known = self._known.get(jobs_partition(stored.id))
+            return known is not None and known.unmarked and _same(known.stored, stored)
+
+    def note_unmarked(self, stored: StoredCollection) -> None:
+        with self._lock:
+            known = self._known.get(jobs_partition(stored.id))
+            if known is not None and _same(known.stored, stored):
+                known.unmarked = True
+
+    def _remember(self, collection: CollectionId, stored: StoredCollection | None) -> None:
+        partition = jobs_partition(collection)
+        with self._lock:
+            if stored is None:
+                self._known.pop(partition, None)
+                return
+            before = self._known.get(partition)
+            unmarked = before is not None and before.unmarked and _same(before.stored, stored)
+            self._known[partition] = _Known(stored, time.monotonic(), unmarked)
+            self._known.move_to_end(partition)
+            while len(self._known) > REMEMBERED_COLLECTIONS:
+                self._known.popitem(last=False)
 
     def existing_collection(self, collection: CollectionId) -> StoredCollection:
         """The collection, or NotFound."""
@@ -78,33 +151,48 @@ class Collections:
         jobs partition: whatever a deletion's stragglers left there goes once its row is in
         (see `delete_collection`), the executor's gate row aside, which the caller may just
         have written for it. (Before its row is in, a racing PUT of the same name may have
-        created it, with jobs.)"""
+        created it, with jobs.) A new incarnation, or a change of what job writes depend on,
+        gets a new mark; a changed collection's previous mark goes once the new one is in."""
         columns = {
             "Subscription": collection.subscription,
             "ResourceGroup": collection.resource_group,
             "Name": collection.name,
             INCARNATION: uuid.uuid4().hex,  # kept by a replace
+            VERSION: version_of(document),
         }
-        stored, created = self._collections.save(
+        partition = jobs_partition(collection)
+        stored, previous = self._collections.save(
             partition=collection_partition(collection), row=collection_row(collection),
             columns=columns, document=document, preconditions=preconditions,
             keep_from_current=("ResourceGroup", "Name", INCARNATION),
         )  # fmt: skip
-        if created:
-            self.sweep(jobs_partition(collection), keep=(COLLECTION_GATE,))
-            # Swept: no counter rows. The first creator here reads none; one that another
-            # process wrote since makes its counter insert fail, and then the rows are read.
-            self._counter_rows.remember(jobs_partition(collection), {})
+        if previous is None:
+            self.sweep(partition, keep=(COLLECTION_GATE,))
+            # Swept: no counter rows and no jobs. The first creator here reads none; one that
+            # another process wrote since makes its counter insert (or its job's) fail, and
+            # then the rows are read.
+            self._counter_rows.remember(partition, {})
+            self._job_names.learn(partition, ())
             self._mark(stored)
-        return stored, created
+        elif previous.version != stored.version:
+            self._mark(stored)
+            # Job writes that took the terms before this change fail from now on. If this
+            # delete fails, they may still land until they read the collection again.
+            with contextlib.suppress(AzureError):
+                self._jobs_table.delete_entity(
+                    partition, incarnation_row(previous.incarnation, previous.version)
+                )
+        self._remember(collection, stored)
+        return stored, previous is None
 
     def _mark(self, stored: StoredCollection) -> None:
-        """Write the mark of the collection's new incarnation in its jobs partition, which each
-        job insert rewrites (jobs.py). Without it (this write failed, or the collection predates
-        marks) creators check the collection by reading it again after their insert."""
+        """Write the mark of the collection's incarnation and version in its jobs partition,
+        which each job write rewrites (jobs.py). Without it (this write failed, or the
+        collection predates marks) writes go without, and creators check the collection by
+        reading it again after their insert."""
         mark = {
             "PartitionKey": jobs_partition(stored.id),
-            "RowKey": incarnation_row(stored.incarnation),
+            "RowKey": incarnation_row(stored.incarnation, stored.version),
         }
         with contextlib.suppress(AzureError):
             self._jobs_table.upsert_entity(mark)
@@ -121,6 +209,7 @@ class Collections:
         deleted = self._collections.delete(
             collection_partition(collection), collection_row(collection), preconditions
         )
+        self._remember(collection, None)
         self.sweep(jobs_partition(collection))
         return deleted
 
@@ -132,6 +221,7 @@ class Collections:
         rewrites its incarnation's mark in its batch), so every job that did land is there
         before the rows are listed."""
         self._counter_rows.drop(partition)
+        self._job_names.forget(partition)
         for mark in self._jobs_table.query_entities(
             "PartitionKey eq @pk and RowKey ge @first and RowKey lt @after",
             parameters={
@@ -170,6 +260,11 @@ class Collections:
         """Whether the collection (that incarnation of it) is still stored."""
         current = self.collection(collection.id)
         return current is not None and current.incarnation == collection.incarnation
+
+
+def _same(one: StoredCollection, other: StoredCollection) -> bool:
+    """Whether two reads of a collection are of the same incarnation and version."""
+    return (one.incarnation, one.version) == (other.incarnation, other.version)
 
 
 def collection_id_of(entity: Any) -> CollectionId:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypedDict
@@ -46,11 +44,18 @@ from shared.storage.documents import (
     StoredJob,
     as_json,
 )
-from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.errors import (
+    ChangedSinceRead,
+    CollectionChanged,
+    ModifiedConcurrently,
+    NotFound,
+    QuotaExceeded,
+)
 from shared.storage.history import History
 from shared.storage.job_codec import decode_job, encode_job
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
+from shared.storage.job_names import REMEMBERED_NAMES, JobNames
 from shared.storage.keys import (
     AFTER_COUNTERS,
     HISTORY_MARK,
@@ -62,8 +67,6 @@ from shared.storage.keys import (
 from shared.storage.table_http import TableLike
 
 JOBS_TABLE = "jobs"
-# Incarnations of collections without a mark that a process remembers as such.
-_REMEMBERED_WITHOUT_MARK = 4096
 _RUN_NOWS = "RunNowsInFlight"
 
 
@@ -76,15 +79,17 @@ class Jobs:
         counting: JobCounting,
         history: History,
         collections: Collections,
+        names: JobNames,
     ) -> None:
         self._jobs = DocumentTable(table, job_id_of, encode_job, decode_job, "job")
         self._counting, self._history, self._collections = counting, history, collections
-        # Incarnations of collections found without a mark (most recent last).
-        self._without_mark: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._names = names
 
     def job(self, job: JobId) -> StoredJob | None:
-        return self._jobs.get(jobs_partition(job.collection), job_row(job))
+        partition, row = jobs_partition(job.collection), job_row(job)
+        stored = self._jobs.get(partition, row)
+        self._names.seen(partition, row, there=stored is not None)
+        return stored
 
     def existing_job(self, job: JobId) -> StoredJob:
         """The job, or NotFound."""
@@ -180,21 +185,44 @@ class Jobs:
         following = job_row(page[count - 1].id) if len(page) > count else None
         return page[:count], following
 
-    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
+    def job_slot(
+        self, job: JobId, *, counted: bool = False, trust_known_absence: bool = False
+    ) -> JobSlot:
         """The job, and with `counted` its collection's job count (to delete it, or to read the
-        count; creating a job needs no count read beforehand: see `save_job`).
+        count; creating a job needs no count read beforehand: see `save_job`). With
+        `trust_known_absence`, a job this process knows is not there is not read (job_names.py):
+        the collection's names are listed first if it knows none.
 
         A point read and a key-range query rather than one query for both: keys joined by `or`
         make Table Storage scan the whole partition, history included (Azure's table design
         guide).
         """
-        current = self._jobs.get(jobs_partition(job.collection), job_row(job))
+        partition, row = jobs_partition(job.collection), job_row(job)
+        if trust_known_absence and not counted:
+            absent = self._names.absent(partition, row)
+            if absent is None:
+                self._list_names(partition)
+                absent = self._names.absent(partition, row)
+            if absent:
+                return JobSlot(None, {})
+        current = self.job(job)
         if not counted:
             return JobSlot(current, {})
-        partition = jobs_partition(job.collection)
         return JobSlot(
             current, self._counting.read_counters(partition), self._counting.rows.spares(partition)
         )
+
+    def _list_names(self, partition: str) -> None:
+        """Learn which jobs a collection holds: one query for their keys alone (two, when it
+        holds more than are remembered)."""
+        rows = self._jobs.table.query_entities(
+            "PartitionKey eq @pk and RowKey gt @counters and RowKey lt @history",
+            parameters={"pk": partition, "counters": AFTER_COUNTERS, "history": HISTORY_MARK},
+            select=["RowKey"],
+            results_per_page=REMEMBERED_NAMES,
+        )
+        names = [str(row["RowKey"]) for row in itertools.islice(rows, REMEMBERED_NAMES + 1)]
+        self._names.learn(partition, names if len(names) <= REMEMBERED_NAMES else None)
 
     def save_job(
         self, job: JobId, document: JobDocument, preconditions: Preconditions, slot: JobSlot,
@@ -204,8 +232,10 @@ class Jobs:
         """Create or replace a job (the contract: interface.py). A replace is one etag-checked
         write. A new job is counted, then inserted (job_counting.py): a creator refused by the
         quota with `now` given first corrects counts that a crash left too high (see
-        COUNTERS_QUIET_FOR). Once it is in, the collection it was created `within` is read
-        again; if that incarnation is gone, the job is withdrawn (see `delete_collection`).
+        COUNTERS_QUIET_FOR). The collection `within` which the document was built (its
+        incarnation and version) is checked in the write's own batch, by its mark (`_insert`,
+        `_replace`); for a collection without one, a new job's is read again once the job is
+        in, and if that incarnation is gone, the job is withdrawn (see `delete_collection`).
         """
         partition = jobs_partition(job.collection)
         built_on = slot.current  # what `document` was built from: only over that may it go
@@ -217,14 +247,7 @@ class Jobs:
             preconditions.check(slot.current)
             entity = _job_entity(job, document, slot.current)
             if slot.current is not None:
-                try:
-                    metadata = self._jobs.table.update_entity(
-                        entity, mode=UpdateMode.REPLACE, **unchanged_since(slot.current.etag)
-                    )
-                except (ResourceModifiedError, ResourceNotFoundError):
-                    # Written meanwhile (the executor's settlement, another PUT) or deleted:
-                    # the document would put back what that write changed.
-                    raise ChangedSinceRead(job) from None
+                metadata = self._replace(job, entity, slot.current.etag, within)
                 return self._jobs.from_entity(entity, metadata["etag"]), False
             # A mark of this insert alone: a row of the same content that another creator of the
             # same name inserted at the same moment is not this one (`_held`).
@@ -243,11 +266,12 @@ class Jobs:
                         partition, row, counted_at
                     )  # a recount may take it for lost
                     continue
-                metadata, checked = self._insert(inserted, within)
+                metadata, checked = self._insert(job, inserted, within)
             except ResourceExistsError:
                 # Either created meanwhile by someone else (replace it instead), or this very
                 # insert, applied by storage, its answer lost and sent again by a retry: then
                 # the counted place is the job's own and must stay taken.
+                self._names.seen(partition, job_row(job), there=True)
                 held = self._held(inserted)
                 if held is None:
                     self._counting.uncount(partition, row, counted_at)
@@ -260,6 +284,7 @@ class Jobs:
             except BaseException:
                 self._release_unless_inserted(partition, row, counted_at, inserted)
                 raise
+            self._names.seen(partition, job_row(job), there=True)
             if within is not None and not checked and not self._collections.still_there(within):
                 self.withdraw(job)
                 raise NotFound(within.id)
@@ -267,45 +292,87 @@ class Jobs:
         raise ModifiedConcurrently("job")
 
     def _insert(
-        self, inserted: Mapping[str, Any], within: StoredCollection | None
+        self, job: JobId, inserted: Mapping[str, Any], within: StoredCollection | None
     ) -> tuple[Mapping[str, Any], bool]:
         """Insert a new job's row; and whether that checked the collection it was created
-        `within` is still there (that incarnation). It did when the collection has a mark of
-        its incarnation (job_collections.py): then the insert and a rewrite of the mark are one
+        `within` (that incarnation and version) is still there. It did when the collection has
+        a mark of them (job_collections.py): then the insert and a rewrite of the mark are one
         batch, which lands only while the mark is there. A collection without one (created
-        before marks, or deleted meanwhile) is checked by the caller, by reading it again.
+        before marks) is checked by the caller, by reading it again.
 
         A 409 is raised as a lone insert's (ResourceExistsError): the name is taken, maybe by
         this very batch, applied and sent again after its answer was lost (`_held` tells).
         """
-        if within is None or not within.incarnation or self._unmarked(within):
+        if within is None or not self._marked(within):
             return self._jobs.table.create_entity(inserted), False
-        mark = {
-            "PartitionKey": inserted["PartitionKey"],
-            "RowKey": incarnation_row(within.incarnation),
-        }
-        try:  # an update without an etag: any version, but the row must be there (else 404)
+        try:
             written = self._jobs.table.submit_transaction(
-                [("create", inserted), ("update", mark, {"mode": UpdateMode.MERGE})]
+                [("create", inserted), _mark_rewrite(within)]
             )
         except TableTransactionError as failed:
             if failed.status_code == 409:
                 raise ResourceExistsError(message=str(failed)) from failed
             if failed.status_code != 404:
                 raise
-            with self._lock:
-                self._without_mark[(inserted["PartitionKey"], within.incarnation)] = None
-                while len(self._without_mark) > _REMEMBERED_WITHOUT_MARK:
-                    self._without_mark.popitem(last=False)
+            self._raise_unless_mark_alone_missing(job, within)
             return self._jobs.table.create_entity(inserted), False
         return written[0], True
 
-    def _unmarked(self, within: StoredCollection) -> bool:
-        """Whether this incarnation of the collection was found without a mark (then an insert
-        into it goes alone, not as a batch that would fail)."""
-        with self._lock:
-            key = (jobs_partition(within.id), within.incarnation)
-            return key in self._without_mark
+    def _replace(
+        self, job: JobId, entity: NamedJobRow, etag: str, within: StoredCollection | None
+    ) -> Mapping[str, Any]:
+        """Replace a job's row if it still has `etag`: where the collection `within` which
+        the document was built has a mark, in one batch with a rewrite of it, so that it lands
+        only while those terms hold. ChangedSinceRead when the job was written meanwhile (the
+        executor's settlement, another PUT) or deleted: the document would put back what that
+        write changed."""
+        condition = update_if_unchanged(etag)
+        written: list[Mapping[str, Any]]
+        if within is None or not self._marked(within):
+            try:
+                written = [self._jobs.table.update_entity(entity, **condition)]
+            except (ResourceModifiedError, ResourceNotFoundError):
+                raise ChangedSinceRead(job) from None
+            return written[0]
+        try:
+            written = self._jobs.table.submit_transaction(
+                [("update", entity, condition), _mark_rewrite(within)]
+            )
+        except TableTransactionError as failed:
+            if failed.status_code == 412:
+                raise ChangedSinceRead(job) from None
+            if failed.status_code != 404:
+                raise
+            self._raise_unless_mark_alone_missing(job, within)
+            return self._replace(job, entity, etag, within)  # noted as unmarked: alone now
+        return written[0]
+
+    def _marked(self, within: StoredCollection) -> bool:
+        """Whether writes into this collection check its mark (not one created before marks,
+        or one of its versions that a write found without its mark)."""
+        return bool(within.incarnation) and not self._collections.unmarked(within)
+
+    def _raise_unless_mark_alone_missing(self, job: JobId, within: StoredCollection) -> None:
+        """After a batch with the collection's mark found a row missing: NotFound when the
+        collection is gone, CollectionChanged when it was created anew or its terms changed
+        (the write is built again on it as it is now), ChangedSinceRead when its mark is there
+        (the job was deleted); else the collection is there, unchanged, without a mark, and is
+        noted as such."""
+        current = self._collections.collection(within.id)
+        if current is None:
+            raise NotFound(within.id)
+        if (current.incarnation, current.version) != (within.incarnation, within.version):
+            raise CollectionChanged(job)
+        try:
+            self._jobs.table.get_entity(
+                jobs_partition(within.id),
+                incarnation_row(within.incarnation, within.version),
+                select=["RowKey"],
+            )
+        except ResourceNotFoundError:
+            self._collections.note_unmarked(current)
+            return
+        raise ChangedSinceRead(job)
 
     def _held(self, entity: Mapping[str, Any]) -> Any | None:
         """The stored row with this entity's keys if it holds exactly this entity (a write of
@@ -339,6 +406,7 @@ class Jobs:
         name, and a place lost (until a recount) is better than a quota exceeded."""
         with contextlib.suppress(ResourceNotFoundError):
             self._jobs.table.delete_entity(jobs_partition(job.collection), job_row(job))
+        self._names.seen(jobs_partition(job.collection), job_row(job), there=False)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         """Delete a job and its history; the job and its count go in one transaction."""
@@ -362,6 +430,7 @@ class Jobs:
             self._counting.rows.note(
                 partition, row, Counter(lowered[1]["Jobs"], results[1]["etag"])
             )
+            self._names.seen(partition, job_row(job), there=False)
             self._history.delete_all(job)
             return True
         raise ModifiedConcurrently("job")
@@ -399,6 +468,17 @@ def replacement(stored: StoredJob) -> tuple[str, JobRow, ConditionalUpdate]:
         **_job_columns(stored.document),
     }
     return "update", row, update_if_unchanged(stored.etag, UpdateMode.MERGE)
+
+
+def _mark_rewrite(within: StoredCollection) -> tuple[str, dict[str, str], dict[str, UpdateMode]]:
+    """A batch operation that lands only while the collection's mark of `within`'s incarnation
+    and version is there: an update without an etag (any version of it will do, but it must
+    exist, else 404)."""
+    mark = {
+        "PartitionKey": jobs_partition(within.id),
+        "RowKey": incarnation_row(within.incarnation, within.version),
+    }
+    return "update", mark, {"mode": UpdateMode.MERGE}
 
 
 def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> NamedJobRow:

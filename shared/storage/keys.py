@@ -50,16 +50,19 @@ COLLECTION_GATE = "!collection"
 # run-nows of different jobs then collide on it, so the collection's bound is exact (jobs.py).
 # It sorts between the state and the counter rows ("l" < "o" < "u"), outside every job listing.
 RUN_NOW_GATE = "!collection.run-nows"
-# The mark of one incarnation (creation) of the collection, written when it is created and deleted
-# first when it is: a job's insert rewrites it in the same batch, so that the insert lands only
-# while that incarnation is there (jobs.py). Between the gate and the run-now gate ("i" < "r").
+# The mark of one incarnation (creation) of the collection and version of its terms (what a job
+# write depends on: job_collections.py), written when either is new, deleted first when the
+# collection is and once another version's mark is written: a job's write rewrites it in the same
+# batch, so that the write lands only while that incarnation, with those terms, is there (jobs.py).
+# Between the gate and the run-now gate ("i" < "r").
 INCARNATION_MARK = "!collection.incarnation-"
 AFTER_INCARNATION_MARKS = "!collection.incarnation."  # "." sorts right after "-"
 HISTORY_MARK = "~"
 
 
-def incarnation_row(incarnation: str) -> str:
-    return f"{INCARNATION_MARK}{incarnation}"
+def incarnation_row(incarnation: str, version: str = "") -> str:
+    """The mark's row; a collection last saved before versions were kept has a mark without."""
+    return f"{INCARNATION_MARK}{incarnation}" + (f"-{version}" if version else "")
 
 
 def history_range(job: JobId) -> tuple[str, str]:

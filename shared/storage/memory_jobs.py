@@ -28,7 +28,13 @@ from shared.storage.documents import (
     StoredJob,
     as_json,
 )
-from shared.storage.errors import ChangedSinceRead, ModifiedConcurrently, NotFound, QuotaExceeded
+from shared.storage.errors import (
+    ChangedSinceRead,
+    CollectionChanged,
+    ModifiedConcurrently,
+    NotFound,
+    QuotaExceeded,
+)
 from shared.storage.job_codec import decode_job, encode_job
 from shared.storage.jobs import claim_column
 from shared.storage.keys import COUNTER_PREFIX, job_row, jobs_partition
@@ -62,16 +68,16 @@ class _Partition:
 
 class JobsInMemory:
     """Every collection's jobs partition: the jobs and the executor's records in them (see
-    interface.py's JobStore and ExecutorStore for what each call promises). `still_there` says
-    whether a collection, that incarnation of it, is stored (memory_store.py keeps those)."""
+    interface.py's JobStore and ExecutorStore for what each call promises). `stored_terms` says
+    which incarnation and version of a collection is stored (memory_store.py keeps those)."""
 
     def __init__(
         self,
         lock: threading.RLock,
         history: HistoryInMemory,
-        still_there: Callable[[StoredCollection], bool],
+        stored_terms: Callable[[CollectionId], tuple[str, str] | None],
     ) -> None:
-        self._lock, self._history, self._still_there = lock, history, still_there
+        self._lock, self._history, self._stored_terms = lock, history, stored_terms
         self._partitions: dict[str, _Partition] = {}
 
     def sweep(self, collection: CollectionId, *, keep_state: bool) -> None:
@@ -130,7 +136,9 @@ class JobsInMemory:
             partition.run_now_gate = new_etag()
             return self._rewrite(stored, document)
 
-    def job_slot(self, job: JobId, *, counted: bool = False) -> JobSlot:
+    def job_slot(
+        self, job: JobId, *, counted: bool = False, trust_known_absence: bool = False
+    ) -> JobSlot:
         with self._lock:
             row, jobs = self._row(job), self._count(job.collection)
         current = row.stored() if row is not None else None
@@ -150,18 +158,28 @@ class JobsInMemory:
             if (None if row is None else row.etag) != read:
                 # Another writer came first: the document was built on what it changed.
                 raise ChangedSinceRead(job)
+            if within is not None:
+                self._check_terms(job, within)
             if row is not None:
                 written = _Job(row.names, text, new_etag())
             else:
                 jobs = self._count(job.collection)
                 if max_jobs is not None and jobs >= max_jobs:
                     raise QuotaExceeded(jobs)
-                if within is not None and not self._still_there(within):
-                    raise NotFound(within.id)
                 written = _Job(job, text, new_etag())
             partition = self._partitions.setdefault(jobs_partition(job.collection), _Partition({}))
             partition.jobs[job_row(job)] = written
         return written.stored(), row is None
+
+    def _check_terms(self, job: JobId, within: StoredCollection) -> None:
+        """A job's write lands only while the collection it was built `within` is there, the
+        same incarnation with the same terms for jobs (version): NotFound when it is gone,
+        CollectionChanged when it was created anew or changed them."""
+        stored = self._stored_terms(within.id)
+        if stored is None:
+            raise NotFound(within.id)
+        if stored != (within.incarnation, within.version):
+            raise CollectionChanged(job)
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:
         with self._lock:

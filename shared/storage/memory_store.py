@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
-from shared.storage.collection_codec import decode_collection, encode_collection
+from shared.storage.collection_codec import decode_collection, encode_collection, version_of
 from shared.storage.documents import (
     Preconditions,
     Stored,
@@ -45,17 +45,18 @@ from shared.storage.memory_records import ClassicRecordsInMemory, HistoryInMemor
 
 @dataclass(frozen=True)
 class _Collection:
-    """A collection as stored: the names it was written under, its document's JSON, its etag
-    and its incarnation."""
+    """A collection as stored: the names it was written under, its document's JSON, its etag,
+    its incarnation and the version of its terms for jobs."""
 
     names: CollectionId
     text: str
     etag: str
     incarnation: str
+    version: str
 
     def stored(self) -> StoredCollection:
         document = decode_collection(json.loads(self.text))
-        return Stored(self.names, document, self.etag, self.incarnation)
+        return Stored(self.names, document, self.etag, self.incarnation, self.version)
 
 
 class CollectionsInMemory:
@@ -76,6 +77,9 @@ class CollectionsInMemory:
         if stored is None:
             raise NotFound(collection)
         return stored
+
+    def collection_for_jobs(self, collection: CollectionId) -> StoredCollection:
+        return self.existing_collection(collection)  # a read costs nothing here
 
     def collections(
         self, subscription: str, resource_group: str | None = None
@@ -99,18 +103,18 @@ class CollectionsInMemory:
         self, collection: CollectionId, document: CollectionDocument, preconditions: Preconditions
     ) -> tuple[StoredCollection, bool]:
         key = _collection_key(collection)
-        text = as_json(encode_collection(document))
+        text, version = as_json(encode_collection(document)), version_of(document)
         with self._lock:
             current = self._collections.get(key)
             preconditions.check(current.stored() if current is not None else None)
             if current is None:
-                row = _Collection(collection, text, new_etag(), uuid.uuid4().hex)
+                row = _Collection(collection, text, new_etag(), uuid.uuid4().hex, version)
                 # A new incarnation starts with an empty partition, but for the executor's gate.
                 self._jobs.sweep(collection, keep_state=True)
             else:
                 # The subscription's case is the latest writer's (it is not a kept column).
                 names = replace(current.names, subscription=collection.subscription)
-                row = _Collection(names, text, new_etag(), current.incarnation)
+                row = _Collection(names, text, new_etag(), current.incarnation, version)
             self._collections[key] = row
         return row.stored(), current is None
 
@@ -123,11 +127,11 @@ class CollectionsInMemory:
             self._jobs.sweep(collection, keep_state=False)
         return current is not None
 
-    def still_there(self, collection: StoredCollection) -> bool:
-        """Whether the collection, that incarnation of it, is stored."""
+    def stored_terms(self, collection: CollectionId) -> tuple[str, str] | None:
+        """The incarnation and version of the collection as stored (None: not there)."""
         with self._lock:
-            current = self._collections.get(_collection_key(collection.id))
-        return current is not None and current.incarnation == collection.incarnation
+            current = self._collections.get(_collection_key(collection))
+        return None if current is None else (current.incarnation, current.version)
 
 
 def memory_storage() -> Storage:
@@ -136,10 +140,10 @@ def memory_storage() -> Storage:
     lock = threading.RLock()
     history = HistoryInMemory(lock)
 
-    def still_there(collection: StoredCollection) -> bool:  # asks the collections built next
-        return collections.still_there(collection)
+    def stored_terms(collection: CollectionId) -> tuple[str, str] | None:  # of those built next
+        return collections.stored_terms(collection)
 
-    jobs = JobsInMemory(lock, history, still_there)
+    jobs = JobsInMemory(lock, history, stored_terms)
     collections = CollectionsInMemory(lock, jobs)
     return Storage(
         collections=collections,

@@ -22,6 +22,7 @@ from shared.storage.history import History
 from shared.storage.interface import Storage
 from shared.storage.job_collections import COLLECTIONS_TABLE, Collections
 from shared.storage.job_counting import JobCounting
+from shared.storage.job_names import JobNames
 from shared.storage.jobs import JOBS_TABLE, Jobs
 from shared.storage.table_http import TableServiceLike
 
@@ -36,12 +37,13 @@ def table_storage(
     jobs_table = service.get_table_client(JOBS_TABLE)
     counting = JobCounting(jobs_table, spares_kept_for_s=spares_kept_for_s)
     history = History(jobs_table)
+    names = JobNames()
     collections = Collections(
-        service.get_table_client(COLLECTIONS_TABLE), jobs_table, counting.rows
+        service.get_table_client(COLLECTIONS_TABLE), jobs_table, counting.rows, names
     )
     return Storage(
         collections=collections,
-        jobs=Jobs(jobs_table, counting, history, collections),
+        jobs=Jobs(jobs_table, counting, history, collections, names),
         history=history,
         executor=ExecutorRecords(jobs_table, history),
         classic=ClassicRecords(

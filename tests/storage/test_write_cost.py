@@ -34,7 +34,7 @@ from shared.domain.attempts import Delivery
 from shared.domain.collection import CollectionBody
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId, JobId
-from shared.domain.job_definition import JobBody
+from shared.domain.job_definition import JobBody, JobProperties
 from shared.domain.job_document import JobDocument
 from shared.domain.problems import Refused
 from shared.services import Services, build
@@ -86,9 +86,8 @@ def _table(url: str) -> str:
 DUE_TABLE = f"cost{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(scope="module")
-def recorded(storage: str) -> Iterator[tuple[Services, Requests]]:
-    requests = Requests()
+def recording_services(storage: str, requests: Requests) -> Services:
+    """The app's services as one process builds them, its storage requests recorded."""
     patch = pytest.MonkeyPatch()
     patch.setattr(shared.services, "STORAGE_REQUESTS", requests)  # the hook build() hands on
     settings = Settings(
@@ -98,7 +97,22 @@ def recorded(storage: str) -> Iterator[tuple[Services, Requests]]:
     )  # fmt: skip
     services = build(settings, queue_name=DUE_TABLE, due_table=DUE_TABLE)
     patch.undo()
+    return services
+
+
+@pytest.fixture(scope="module")
+def recorded(storage: str) -> Iterator[tuple[Services, Requests]]:
+    requests = Requests()
+    services = recording_services(storage, requests)
     yield services, requests
+    services.close()
+
+
+@pytest.fixture
+def elsewhere(storage: str, recorded: tuple[Services, Requests]) -> Iterator[Services]:
+    """Another process's services, on the same storage (its requests recorded too)."""
+    services = recording_services(storage, recorded[1])
+    yield services
     services.close()
 
 
@@ -144,18 +158,20 @@ def test_what_a_create_a_replace_and_a_put_of_the_same_definition_send(
         assert status in (200, 201)
         return requests.of_this_thread(before)
 
-    # The collection's first job: a counter row written too (with spare places for the next
-    # creators of this process), not read (this process created the collection: none yet).
+    # This process created the collection: it knows its terms, and that it holds no job and
+    # no counter row yet. The collection's first job writes a counter row too (with spare
+    # places for the next creators of this process), and reads nothing.
     body = job_body()
     first = put("first", body)
-    assert len(first) == 5 and first.count("GET jobs") == 1, first
+    assert first == [f"PUT {DUE_TABLE}", "POST jobs", "POST $batch"], first
     created, same, changed = put("second", body), put("second", body), put("second", job_body(1))
-    # The job's own write and its collection's check are one batch; the due index row is one
-    # write (shared with writers that come at the same time).
-    assert created == ["GET jobcollections", "GET jobs", f"PUT {DUE_TABLE}", "POST $batch"]
-    # The same definition again: nothing to send or write.
-    assert same == ["GET jobcollections", "GET jobs"]
-    assert changed == ["GET jobcollections", "GET jobs", f"PUT {DUE_TABLE}", "PUT jobs"]
+    # The job's own write and its collection's check (the mark of its terms) are one batch;
+    # the due index row is one write (shared with writers that come at the same time).
+    assert created == [f"PUT {DUE_TABLE}", "POST $batch"]
+    # The same definition again: nothing to send or write; the collection's terms are read,
+    # since no write checks them.
+    assert same == ["GET jobs", "GET jobcollections"]
+    assert changed == ["GET jobs", f"PUT {DUE_TABLE}", "POST $batch"]
     # The activity log's events of all five PUTs (and the collection's): one batch, written
     # behind the answers.
     before = requests.count
@@ -173,17 +189,20 @@ def test_what_a_create_a_replace_and_a_put_of_the_same_definition_send(
 def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     recorded: tuple[Services, Requests],
 ) -> None:
-    """Collections created before incarnation marks: a creator reads the collection again
-    after its insert (one request more), and a deletion meanwhile withdraws the job."""
+    """Collections without a mark (created before marks, or its write failed): a creator reads
+    the collection again after its insert (one request more), and a deletion meanwhile
+    withdraws the job."""
     services, requests = recorded
     store = services.storage
     collection = CollectionId(SUBSCRIPTION, GROUP, f"old-{uuid.uuid4().hex[:8]}")
     body = CollectionBody.model_validate(
         {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}
     )
-    stored, _ = store.collections.save_collection(collection, CollectionDocument.created(body), Preconditions())
+    stored, _ = store.collections.save_collection(
+        collection, CollectionDocument.created(body), Preconditions()
+    )
     _jobs_table(services).delete_entity(
-        jobs_partition(collection), incarnation_row(stored.incarnation)
+        jobs_partition(collection), incarnation_row(stored.incarnation, stored.version)
     )
     definition = JobBody.model_validate(job_body()).properties
     now = datetime.now(UTC)
@@ -195,7 +214,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
     before = requests.count  # found without a mark once: the next insert goes alone at once
     services.scheduling.save_definition(JobId(collection, "next"), definition, now)
     sent = requests.of_this_thread(before)
-    assert sent.count("GET jobcollections") == 2 and "POST $batch" not in sent, sent
+    assert sent.count("GET jobcollections") == 1 and "POST $batch" not in sent, sent
     # Deleted between a creator's read of it and its insert: the job does not outlive it.
     for marked in (False, True):
         collection = CollectionId(SUBSCRIPTION, GROUP, f"gone-{marked}-{uuid.uuid4().hex[:8]}")
@@ -204,7 +223,7 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
         )
         if not marked:
             _jobs_table(services).delete_entity(
-                jobs_partition(collection), incarnation_row(stored.incarnation)
+                jobs_partition(collection), incarnation_row(stored.incarnation, stored.version)
             )
         job = JobId(collection, "late")
         slot = store.jobs.job_slot(job)
@@ -219,6 +238,141 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
                 within=stored,
             )
         assert store.jobs.jobs(collection) == [], f"marked={marked}"
+
+
+def hourly(*, every_minute: bool = False) -> JobProperties:
+    body = job_body()
+    if every_minute:
+        body["properties"]["recurrence"] = {"frequency": "Minute", "interval": 1}
+    return JobBody.model_validate(body).properties
+
+
+def new_collection(services: Services, quota: dict[str, Any] | None = None) -> CollectionId:
+    collection = CollectionId(SUBSCRIPTION, GROUP, f"terms-{uuid.uuid4().hex[:8]}")
+    properties: dict[str, Any] = {"sku": {"name": "P20Premium"}}
+    if quota is not None:
+        properties["quota"] = quota
+    body = CollectionBody.model_validate({"location": "westeurope", "properties": properties})
+    services.scheduling.save_collection_with_jobs(
+        collection, CollectionDocument.created(body), datetime.now(UTC),
+        preconditions=Preconditions(), previous=None,
+    )  # fmt: skip
+    return collection
+
+
+def test_a_process_that_did_not_create_the_collection_lists_its_jobs_once(
+    recorded: tuple[Services, Requests], elsewhere: Services
+) -> None:
+    services, requests = recorded
+    collection = new_collection(services)
+    services.scheduling.save_definition(JobId(collection, "there"), hourly(), datetime.now(UTC))
+    sent = []
+    for name in ("new", "newer", "there"):
+        before = requests.count
+        elsewhere.scheduling.save_definition(
+            JobId(collection, name), hourly(every_minute=True), datetime.now(UTC)
+        )
+        sent.append(requests.of_this_thread(before))
+    # Its first write reads the collection's terms and lists its jobs' names (a query, which
+    # the request list shows as a GET of the table), and its counter rows before counting...
+    assert sent[0][:2] == ["GET jobcollections", "GET jobs"], sent[0]
+    assert sent[0][2:] == [f"PUT {DUE_TABLE}", "GET jobs", "POST jobs", "POST $batch"], sent[0]
+    # ... then a new name is written unread, and a name that is there is read first.
+    assert sent[1] == [f"PUT {DUE_TABLE}", "POST $batch"], sent[1]
+    assert sent[2] == ["GET jobs", f"PUT {DUE_TABLE}", "POST $batch"], sent[2]
+    assert {job.id.name for job in services.storage.jobs.jobs(collection)} == {
+        "there", "new", "newer"
+    }  # fmt: skip
+
+
+def test_terms_changed_by_another_process_hold_for_this_ones_next_write(
+    recorded: tuple[Services, Requests], elsewhere: Services
+) -> None:
+    """This process took the collection's terms when it created it; another changes them:
+    this one's next replace, create and PUT of the same definition are held to the new terms
+    (a write's batch finds the old terms' mark gone; then the collection is read again)."""
+    services, requests = recorded
+    collection = new_collection(services)
+    now = datetime.now(UTC)
+    services.scheduling.save_definition(JobId(collection, "hourly"), hourly(), now)
+    services.scheduling.save_definition(JobId(collection, "minutely"), hourly(), now)
+
+    def change_elsewhere(patch: dict[str, Any]) -> None:
+        current = elsewhere.storage.collections.existing_collection(collection)
+        changed = current.document.patched(CollectionBody.model_validate(patch))
+        elsewhere.scheduling.save_collection_with_jobs(
+            collection, changed, now, preconditions=Preconditions(), previous=current
+        )
+
+    change_elsewhere(
+        {"properties": {"quota": {"maxRecurrence": {"frequency": "Hour", "interval": 1}}}}
+    )
+    before = requests.count
+    with pytest.raises(Refused):
+        services.scheduling.save_definition(
+            JobId(collection, "minutely"), hourly(every_minute=True), now
+        )
+    assert "GET jobcollections" in requests.of_this_thread(before)
+    change_elsewhere({"location": "northeurope"})
+    before = requests.count
+    saved, created = services.scheduling.save_definition(
+        JobId(collection, "another"), hourly(), now
+    )
+    assert "GET jobcollections" in requests.of_this_thread(before)
+    assert created and saved.document.region == "North Europe"
+    change_elsewhere({"location": "westeurope"})
+    # The same definition again: no write checks the terms, so they are read.
+    saved, created = services.scheduling.save_definition(
+        JobId(collection, "another"), hourly(), now
+    )
+    assert not created and saved.document.region == "West Europe"
+    stored = services.storage.jobs.jobs(collection)
+    assert {job.id.name for job in stored} == {"another", "hourly", "minutely"}
+    assert all(job.document.properties.recurrence == hourly().recurrence for job in stored)
+
+
+def test_a_name_created_by_another_process_meanwhile_is_replaced(
+    recorded: tuple[Services, Requests], elsewhere: Services
+) -> None:
+    """This process believes the name free (it created the collection); another creates the
+    job first: this write's insert fails, and it replaces that job instead, counted once."""
+    services, _ = recorded
+    collection = new_collection(services)
+    job = JobId(collection, "contested")
+    now = datetime.now(UTC)
+    elsewhere.scheduling.save_definition(job, hourly(), now - timedelta(seconds=1))
+    saved, created = services.scheduling.save_definition(job, hourly(every_minute=True), now)
+    assert not created
+    assert saved.document.properties.recurrence == hourly(every_minute=True).recurrence
+    assert services.storage.jobs.jobs(collection) == [saved]
+    # Counted once: what the counter rows hold, less each process's spare places.
+    slot = services.storage.jobs.job_slot(job, counted=True)
+    spares_elsewhere = elsewhere.storage.jobs.job_slot(job, counted=True).spares
+    assert slot.jobs_in_collection - sum(spares_elsewhere.values()) == 1
+
+
+def test_a_collection_created_anew_by_another_process_takes_the_next_job(
+    recorded: tuple[Services, Requests], elsewhere: Services
+) -> None:
+    services, _ = recorded
+    collection = new_collection(services)
+    now = datetime.now(UTC)
+    services.scheduling.save_definition(JobId(collection, "old"), hourly(), now)
+    elsewhere.scheduling.delete_collection(collection, Preconditions())
+    again = CollectionBody.model_validate(
+        {"location": "northeurope", "properties": {"sku": {"name": "Free"}}}
+    )
+    elsewhere.scheduling.save_collection_with_jobs(
+        collection, CollectionDocument.created(again), now,
+        preconditions=Preconditions(), previous=None,
+    )  # fmt: skip
+    with pytest.raises(Refused):  # every minute: more often than Free allows
+        services.scheduling.save_definition(
+            JobId(collection, "new"), hourly(every_minute=True), now
+        )
+    saved, created = services.scheduling.save_definition(JobId(collection, "new"), hourly(), now)
+    assert created and saved.document.region == "North Europe"
+    assert [job.id.name for job in elsewhere.storage.jobs.jobs(collection)] == ["new"]
 
 
 def _jobs_table(services: Services) -> TableClient:
@@ -236,7 +390,10 @@ MAX_JOBS = 6
 def test_creates_and_replaces_racing_leave_the_due_index_and_the_counters_exact(
     storage: str,
 ) -> None:
+    """Writers of two processes race over the names: the one that created the collection,
+    which knows its terms and that it holds no job yet, and another that learns both."""
     pipeline = Pipeline(storage)
+    processes = [pipeline.services, pipeline.another_process()]
     collection = CollectionId("sub-pipeline", "group", f"race-{uuid.uuid4().hex[:8]}")
     body = {
         "location": "westeurope",
@@ -266,7 +423,7 @@ def test_creates_and_replaces_racing_leave_the_due_index_and_the_counters_exact(
             }
             definition = JobBody.model_validate({"properties": properties}).properties
             try:
-                pipeline.services.scheduling.save_definition(
+                processes[number % 2].scheduling.save_definition(
                     JobId(collection, name), definition, pipeline.clock()
                 )
             except (QuotaExceeded, Refused):
@@ -281,10 +438,14 @@ def test_creates_and_replaces_racing_leave_the_due_index_and_the_counters_exact(
     for thread in threads:
         thread.join(timeout=240)
     assert not any(thread.is_alive() for thread in threads)
+    processes[1].close()
     assert failures == []
     stored = pipeline.store.jobs.jobs(collection)
     assert len(stored) == MAX_JOBS  # ten names were tried: the quota holds, and is filled
-    counted = pipeline.store.jobs.job_slot(JobId(collection, "any"), counted=True).jobs_in_collection
+    # No spare places: a collection this small holds none.
+    counted = pipeline.store.jobs.job_slot(
+        JobId(collection, "any"), counted=True
+    ).jobs_in_collection
     assert counted == MAX_JOBS
     rows = pipeline.index.due(start, start + timedelta(minutes=5))
     indexed = {

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from shared.domain.collection import CollectionState
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
-from shared.storage.errors import EtagMismatch, NotFound
+from shared.storage.errors import CollectionChanged, EtagMismatch, NotFound
 from shared.storage.interface import Preconditions, Storage, StoredCollection
 from tests.job_properties import properties_in
 from tests.storage.conformance.conftest import collection_document
@@ -134,9 +135,10 @@ def test_a_job_created_within_a_deleted_collection_is_not_kept(
         store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=collection)
     assert refused.value.resource == collection.id
     assert store.jobs.job(job) is None
-    # Nor within a collection of the same name created anew (another incarnation).
+    # Nor within a collection of the same name created anew (another incarnation): the writer
+    # is to build its document on that one.
     store.collections.save_collection(collection.id, collection_document(), Preconditions())
-    with pytest.raises(NotFound):
+    with pytest.raises(CollectionChanged):
         store.jobs.save_job(job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=collection)
     assert store.jobs.job(job) is None
     current = store.collections.existing_collection(collection.id)
@@ -144,3 +146,33 @@ def test_a_job_created_within_a_deleted_collection_is_not_kept(
         job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=replace(current)
     )
     assert created and store.jobs.job(job) == stored
+
+
+def test_a_job_write_built_on_terms_changed_since_is_not_made(
+    store: Storage, collection: StoredCollection
+) -> None:
+    """A change of what job writes depend on (SKU, quota, region) gives the collection a new
+    version; a create or a replace built on the version before is refused as CollectionChanged
+    (a ChangedSinceRead), and nothing is written. A change of anything else keeps the version."""
+    created, replaced = JobId(collection.id, "created"), JobId(collection.id, "replaced")
+    before, _ = store.jobs.save_job(
+        replaced, DOCUMENT, Preconditions(), store.jobs.job_slot(replaced), within=collection
+    )
+    disabled = replace(collection.document, state=CollectionState.DISABLED)
+    same_terms, _ = store.collections.save_collection(collection.id, disabled, Preconditions())
+    assert same_terms.version == collection.version != ""
+    premium, _ = store.collections.save_collection(
+        collection.id, collection_document("P10Premium"), Preconditions()
+    )
+    assert premium.version != collection.version
+    assert premium.incarnation == collection.incarnation
+    for job in (created, replaced):
+        with pytest.raises(CollectionChanged):
+            store.jobs.save_job(
+                job, DOCUMENT, Preconditions(), store.jobs.job_slot(job), within=collection
+            )
+    assert store.jobs.job(created) is None and store.jobs.job(replaced) == before
+    rewritten, _ = store.jobs.save_job(
+        replaced, DOCUMENT, Preconditions(), store.jobs.job_slot(replaced), within=premium
+    )
+    assert rewritten.etag != before.etag
