@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import isodate
 from pydantic import BeforeValidator, Field, StrictBool, WithJsonSchema, field_validator
@@ -299,6 +299,10 @@ class ErrorAction(WireModel):
 
 class Action(ErrorAction):
     error_action: ErrorAction | None = None
+
+
+# A function that takes an action or its errorAction gives back the same kind.
+AnyAction = TypeVar("AnyAction", bound=ErrorAction)
 
 
 class OverlapPolicy(WireEnum):

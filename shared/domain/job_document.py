@@ -15,7 +15,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import NotRequired, TypedDict, TypeVar
+from typing import NotRequired, TypedDict
 
 from shared.domain.attempts import Attempt, Claim, Pending
 from shared.domain.certificates import read_pfx
@@ -23,7 +23,7 @@ from shared.domain.collection import SkuName
 from shared.domain.history import KEPT_FOR, HistoryProperties
 from shared.domain.job_definition import (
     FINAL_STATES,
-    ErrorAction,
+    AnyAction,
     HttpAuthenticationType,
     JobProperties,
     JobState,
@@ -40,7 +40,6 @@ DEFAULT_RETRY_INTERVAL_FREE = timedelta(hours=1)  # Free collections allow no sh
 DEFAULT_RETRY_COUNT = 4
 # Exponential retries without a maximumInterval wait at most this long (Logic Apps' default).
 DEFAULT_LONGEST_RETRY_WAIT = timedelta(days=1)
-_Action = TypeVar("_Action", bound=ErrorAction)  # an action, or its errorAction
 
 
 @dataclass(frozen=True)
@@ -261,7 +260,7 @@ def occurrences_of(properties: JobProperties, defined_at: datetime) -> Occurrenc
     )
 
 
-def _with_certificate_facts(action: _Action) -> _Action:
+def _with_certificate_facts(action: AnyAction) -> AnyAction:
     """`action` with what its client certificate's pfx says (thumbprint, subject, expiry), the
     read-only fields a client reads back; as sent when it has no client certificate."""
     request = action.request

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic.alias_generators import to_snake
 
 from shared.domain.job_definition import (
+    AnyAction,
     ErrorAction,
     HttpActionRequest,
     HttpAuthentication,
@@ -60,7 +61,6 @@ _ACTION_SECRETS = _exclusion(SECRETS)
 _SECRET_FIELDS = {"action": {**_ACTION_SECRETS, "error_action": _ACTION_SECRETS}}
 # How a request of a definition is changed, given the same action's request in another one.
 _RequestChange = Callable[[HttpActionRequest, HttpActionRequest | None], HttpActionRequest]
-_Action = TypeVar("_Action", bound=ErrorAction)  # an action, or its errorAction
 
 
 def public_properties(properties: JobProperties) -> JsonObject:
@@ -157,8 +157,8 @@ def _with_requests(
 
 
 def _with_request(
-    action: _Action | None, before: ErrorAction | None, change: _RequestChange
-) -> _Action | None:
+    action: AnyAction | None, before: ErrorAction | None, change: _RequestChange
+) -> AnyAction | None:
     if action is None or action.request is None:
         return action
     request = action.request

@@ -6,24 +6,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from shared.domain.collection import CollectionState, Quota, SkuName
 from shared.domain.collection_document import CollectionDocument
-
-# The stored form, as JSON: what `json.loads` gives back.
-Stored = dict[str, Any]
+from shared.domain.wire import JsonObject
 
 
-def encode_collection(document: CollectionDocument) -> Stored:
+def encode_collection(document: CollectionDocument) -> JsonObject:
     """The document as storage keeps it and a GET shows it."""
-    stored: Stored = {"location": document.location}
+    stored: JsonObject = {"location": document.location}
     if document.tags:
         stored["tags"] = document.tags
     return stored | {"properties": document.properties().to_wire()}
 
 
-def decode_collection(stored: Stored) -> CollectionDocument:
+def decode_collection(stored: JsonObject) -> CollectionDocument:
     """The document storage keeps; KeyError, ValueError or pydantic's ValidationError if it is
     not one."""
     properties = stored["properties"]

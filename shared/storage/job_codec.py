@@ -10,22 +10,18 @@ retries were kept apart has them worked out from its policy (tests/storage/store
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from shared.domain.attempts import TRACE_CONTEXT_FIELDS, Attempt, Claim, Delivery, Pending
 from shared.domain.collection import SkuName
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName, JobProperties, JobState
 from shared.domain.job_document import JobDocument, JobStatus, Retries
-from shared.domain.wire import iso, parse_iso
-
-# The stored form, as JSON: what `json.loads` gives back.
-Stored = dict[str, Any]
+from shared.domain.wire import JsonObject, iso, parse_iso
 
 
-def encode_job(document: JobDocument) -> Stored:
+def encode_job(document: JobDocument) -> JsonObject:
     """The document as JSON, as storage keeps it."""
-    stored: Stored = {
+    stored: JsonObject = {
         "definition": document.properties.to_wire(),
         "status": dict(document.status.to_wire()),
         "definedAt": iso(document.defined_at),
@@ -44,7 +40,7 @@ def encode_job(document: JobDocument) -> Stored:
     return stored
 
 
-def decode_job(stored: Stored) -> JobDocument:
+def decode_job(stored: JsonObject) -> JobDocument:
     """The document storage keeps; pydantic's ValidationError, KeyError or ValueError if it is
     not one."""
     ended, retries = stored.get("endedAt"), stored.get("retries")
@@ -69,7 +65,7 @@ def decode_job(stored: Stored) -> JobDocument:
     )
 
 
-def decode_properties(definition: Stored) -> JobProperties:
+def decode_properties(definition: JsonObject) -> JobProperties:
     """A stored definition, typed. Its state is read apart: the API's model lets a client set
     only Enabled or Disabled, and storage also keeps the Completed and Faulted the service sets."""
     state = definition.get("state")
@@ -78,7 +74,7 @@ def decode_properties(definition: Stored) -> JobProperties:
     return properties.model_copy(update={"state": JobState(state or JobState.ENABLED.value)})
 
 
-def _decode_status(wire: Stored) -> JobStatus:
+def _decode_status(wire: JsonObject) -> JobStatus:
     last, following = wire.get("lastExecutionTime"), wire.get("nextExecutionTime")
     return JobStatus(
         execution_count=wire.get("executionCount", 0),
@@ -89,14 +85,14 @@ def _decode_status(wire: Stored) -> JobStatus:
     )
 
 
-def _encode_retries(retries: Retries) -> Stored:
-    wire: Stored = {"count": retries.count, "intervalSeconds": retries.interval.total_seconds()}
+def _encode_retries(retries: Retries) -> JsonObject:
+    wire: JsonObject = {"count": retries.count, "intervalSeconds": retries.interval.total_seconds()}
     if retries.maximum is not None:
         wire["maximumSeconds"] = retries.maximum.total_seconds()
     return wire
 
 
-def _decode_retries(wire: Stored) -> Retries:
+def _decode_retries(wire: JsonObject) -> Retries:
     maximum = wire.get("maximumSeconds")
     return Retries(
         wire["count"],
@@ -105,7 +101,7 @@ def _decode_retries(wire: Stored) -> Retries:
     )
 
 
-def encode_delivery(delivery: Delivery) -> Stored:
+def encode_delivery(delivery: Delivery) -> JsonObject:
     """The delivery as JSON, as a queue message or a due-index row carries it."""
     collection = delivery.job.collection
     sent = {} if delivery.sent_at is None else {"sentAt": iso(delivery.sent_at)}
@@ -122,7 +118,7 @@ def encode_delivery(delivery: Delivery) -> Stored:
     return wire | dict(delivery.trace_context) if delivery.trace_context else wire
 
 
-def decode_delivery(wire: Stored) -> Delivery:
+def decode_delivery(wire: JsonObject) -> Delivery:
     """The delivery a message describes; KeyError, TypeError or ValueError if malformed."""
     job = wire["job"]
     collection = CollectionId(job["subscription"], job["resourceGroup"], job["collection"])
@@ -140,7 +136,7 @@ def decode_delivery(wire: Stored) -> Delivery:
     )
 
 
-def encode_attempt(attempt: Attempt) -> Stored:
+def encode_attempt(attempt: Attempt) -> JsonObject:
     wire = {
         "expected": iso(attempt.expected),
         "action": attempt.action.value,
@@ -150,7 +146,7 @@ def encode_attempt(attempt: Attempt) -> Stored:
     return wire | {"repeat": attempt.repeat} if attempt.repeat else wire
 
 
-def _decode_attempt(wire: Stored) -> Attempt:
+def _decode_attempt(wire: JsonObject) -> Attempt:
     return Attempt(
         expected=parse_iso(wire["expected"]),
         action=ActionName(wire["action"]),
@@ -160,7 +156,7 @@ def _decode_attempt(wire: Stored) -> Attempt:
     )
 
 
-def _encode_pending(pending: Pending) -> Stored:
+def _encode_pending(pending: Pending) -> JsonObject:
     wire = {**encode_attempt(pending.attempt), "due": iso(pending.due)}
     if pending.began is not None:
         wire["began"] = encode_attempt(pending.began)
@@ -169,7 +165,7 @@ def _encode_pending(pending: Pending) -> Stored:
     return wire
 
 
-def _decode_pending(wire: Stored) -> Pending:
+def _decode_pending(wire: JsonObject) -> Pending:
     began, claim = wire.get("began"), wire.get("claim")
     return Pending(
         _decode_attempt(wire),
