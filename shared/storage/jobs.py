@@ -232,10 +232,10 @@ class Jobs:
         """Create or replace a job (the contract: interface.py). A replace is one etag-checked
         write. A new job is counted, then inserted (job_counting.py): a creator refused by the
         quota with `now` given first corrects counts that a crash left too high (see
-        COUNTERS_QUIET_FOR). The collection `within` which the document was built (its
-        incarnation and version) is checked in the write's own batch, by its mark (`_insert`,
-        `_replace`); for a collection without one, a new job's is read again once the job is
-        in, and if that incarnation is gone, the job is withdrawn (see `delete_collection`).
+        COUNTERS_QUIET_FOR). The collection the document was built for (`within`: that
+        incarnation, those terms) is checked in the write's own batch, by its mark (`_insert`,
+        `_replace`); a collection without one is read again once a new job is in, and if that
+        incarnation is gone, the job is withdrawn (see `delete_collection`).
         """
         partition = jobs_partition(job.collection)
         built_on = slot.current  # what `document` was built from: only over that may it go
@@ -321,8 +321,8 @@ class Jobs:
     def _replace(
         self, job: JobId, entity: NamedJobRow, etag: str, within: StoredCollection | None
     ) -> Mapping[str, Any]:
-        """Replace a job's row if it still has `etag`: where the collection `within` which
-        the document was built has a mark, in one batch with a rewrite of it, so that it lands
+        """Replace a job's row if it still has `etag`: where the collection the document was
+        built for (`within`) has a mark, in one batch with a rewrite of it, so that it lands
         only while those terms hold. ChangedSinceRead when the job was written meanwhile (the
         executor's settlement, another PUT) or deleted: the document would put back what that
         write changed."""
