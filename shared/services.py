@@ -179,6 +179,7 @@ def build(
             storage_hosts(
                 [identity.table_service_uri, identity.queue_service_uri] if identity else []
             ),
+            tls=tls,  # one context for both clients: the same roots, loaded once
         )
 
     def service_bus_actions() -> ActionPerformer:
