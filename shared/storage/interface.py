@@ -140,11 +140,12 @@ class JobStore(Protocol):
         count is exact under races, and a crash may only ever leave it too high, never too low;
         a creator refused with `now` given first corrects counts left too high by crashes long
         enough ago. With `within` (the collection as the caller read it, whose terms the
-        document was built on), a new job is kept only if that collection, that incarnation of
-        it, is still there once the job is in; otherwise it is withdrawn and the answer is
-        NotFound for the collection. A write built on terms that have changed since (the
-        collection's version) is not made: the answer is CollectionChanged (a ChangedSinceRead:
-        read the collection and the job again and build the document anew).
+        document was built on), a new job is kept only if that collection is still there once
+        the job is in; otherwise it is withdrawn and the answer is NotFound for the collection.
+        A write built on another incarnation of it (deleted and created anew since), or on
+        terms that have changed since (its version), is not made: the answer is
+        CollectionChanged (a ChangedSinceRead: read the collection and the job again and build
+        the document anew).
         """
 
     def delete_job(self, job: JobId, preconditions: Preconditions) -> bool:

@@ -30,8 +30,9 @@ class JobNames:
         self._lock = threading.Lock()
 
     def absent(self, partition: str, row: str) -> bool | None:
-        """Whether the job is known to be absent (False: known or believed to exist); None when
-        this process knows nothing of the collection's names."""
+        """Whether the job is known to be absent; False when it is believed to exist, or the
+        collection holds too many jobs to remember; None when this process knows nothing of the
+        collection's names."""
         with self._lock:
             if partition not in self._known:
                 return None

@@ -50,9 +50,9 @@ COLLECTION_GATE = "!collection"
 # run-nows of different jobs then collide on it, so the collection's bound is exact (jobs.py).
 # It sorts between the state and the counter rows ("l" < "o" < "u"), outside every job listing.
 RUN_NOW_GATE = "!collection.run-nows"
-# The mark of one incarnation (creation) of the collection and version of its terms (what a job
-# write depends on: job_collections.py), written when either is new, deleted first when the
-# collection is and once another version's mark is written: a job's write rewrites it in the same
+# The mark of one incarnation (creation) of the collection and one version of its terms (what a
+# job's write depends on: job_collections.py). Written when either is new; deleted first when the
+# collection is, and once the next version's mark is written. A job's write rewrites it in its
 # batch, so that the write lands only while that incarnation, with those terms, is there (jobs.py).
 # Between the gate and the run-now gate ("i" < "r").
 INCARNATION_MARK = "!collection.incarnation-"

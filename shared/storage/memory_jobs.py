@@ -172,9 +172,9 @@ class JobsInMemory:
         return written.stored(), row is None
 
     def _check_terms(self, job: JobId, within: StoredCollection) -> None:
-        """A job's write lands only while the collection it was built `within` is there, the
-        same incarnation with the same terms for jobs (version): NotFound when it is gone,
-        CollectionChanged when it was created anew or changed them."""
+        """A job's write lands only while the collection it was built for (`within`) is there,
+        the same incarnation with the same terms for jobs (version): NotFound when it is gone,
+        CollectionChanged when it was created anew or its terms changed."""
         stored = self._stored_terms(within.id)
         if stored is None:
             raise NotFound(within.id)
