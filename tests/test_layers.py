@@ -101,7 +101,7 @@ def test_the_check_would_catch_a_layer_reaching_up() -> None:
 
 
 # The parts of the Table Storage store: above storage, only the composition root may name them.
-TABLE_STORE_PARTS = {"table_store", "documents", "jobs", "job_collections", "job_counting", "counter_rows",
+TABLE_STORE_PARTS = {"table_store", "documents", "jobs", "job_rows", "job_collections", "job_counting", "counter_rows",
                      "history", "executor_records", "classic_records", "batches"}  # fmt: skip
 
 

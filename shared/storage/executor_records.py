@@ -22,7 +22,7 @@ from shared.storage.documents import Stored, StoredJob
 from shared.storage.errors import ModifiedConcurrently
 from shared.storage.history import History, history_entity
 from shared.storage.job_codec import decode_job
-from shared.storage.jobs import claim_column, job_id_of, replacement
+from shared.storage.job_rows import claim_column, job_id_of, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 from shared.storage.table_http import TableLike
 

@@ -10,8 +10,8 @@ import itertools
 import time
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, TypedDict
+from datetime import datetime
+from typing import Any
 
 from azure.core.exceptions import (
     ResourceExistsError,
@@ -19,7 +19,7 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
 )
-from azure.data.tables import TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
@@ -27,7 +27,6 @@ from shared.domain.job_document import JobDocument
 from shared.storage.batches import (
     LARGEST_QUERY_PAGE,
     RACES_LOST,
-    ConditionalUpdate,
     unchanged_since,
     update_if_unchanged,
 )
@@ -42,7 +41,6 @@ from shared.storage.documents import (
     Stored,
     StoredCollection,
     StoredJob,
-    as_json,
 )
 from shared.storage.errors import (
     ChangedSinceRead,
@@ -56,6 +54,14 @@ from shared.storage.job_codec import decode_job, encode_job
 from shared.storage.job_collections import Collections
 from shared.storage.job_counting import COUNTED_INSERT_WITHIN_S, JobCounting, uncounted
 from shared.storage.job_names import REMEMBERED_NAMES, JobNames
+from shared.storage.job_rows import (
+    NamedJobRow,
+    job_entity,
+    job_id_of,
+    job_keys,
+    mark_rewrite,
+    replacement,
+)
 from shared.storage.keys import (
     AFTER_COUNTERS,
     HISTORY_MARK,
@@ -245,7 +251,7 @@ class Jobs:
                 if _etag_of(slot.current) != _etag_of(built_on):
                     raise ChangedSinceRead(job)
             preconditions.check(slot.current)
-            entity = _job_entity(job, document, slot.current)
+            entity = job_entity(job, document, slot.current)
             if slot.current is not None:
                 metadata = self._replace(job, entity, slot.current.etag, within)
                 return self._jobs.from_entity(entity, metadata["etag"]), False
@@ -307,7 +313,7 @@ class Jobs:
             return self._jobs.table.create_entity(inserted), False
         try:
             written = self._jobs.table.submit_transaction(
-                [("create", inserted), _mark_rewrite(within)]
+                [("create", inserted), mark_rewrite(within)]
             )
         except TableTransactionError as failed:
             if failed.status_code == 409:
@@ -336,7 +342,7 @@ class Jobs:
             return written[0]
         try:
             written = self._jobs.table.submit_transaction(
-                [("update", entity, condition), _mark_rewrite(within)]
+                [("update", entity, condition), mark_rewrite(within)]
             )
         except TableTransactionError as failed:
             if failed.status_code == 412:
@@ -420,7 +426,7 @@ class Jobs:
             try:
                 results = self._jobs.table.submit_transaction(
                     [
-                        ("delete", _keys_of(slot.current), unchanged_since(slot.current.etag)),
+                        ("delete", job_keys(slot.current), unchanged_since(slot.current.etag)),
                         lowered,
                     ]
                 )
@@ -436,90 +442,5 @@ class Jobs:
         raise ModifiedConcurrently("job")
 
 
-class JobColumns(TypedDict):
-    """A job's columns beside its keys: its document whole, as JSON, its state (which listings
-    filter on) and its run-nows in flight (which the run-now bound of its collection adds up)."""
-
-    State: str
-    RunNowsInFlight: int  # the column that _RUN_NOWS names in queries
-    Document: str
-    ClaimedUntil: str  # claim_column: when its earliest claim runs out; "" for none
-
-
-class JobRow(JobColumns):
-    PartitionKey: str
-    RowKey: str
-
-
-class NamedJobRow(JobRow):
-    """A job's row as created or replaced: with its names as they were first written."""
-
-    Subscription: str
-    ResourceGroup: str
-    Collection: str
-    Name: str
-
-
-def replacement(stored: StoredJob) -> tuple[str, JobRow, ConditionalUpdate]:
-    """A batch operation that writes a job's document back, if nobody changed it meanwhile."""
-    row: JobRow = {
-        "PartitionKey": jobs_partition(stored.id.collection),
-        "RowKey": job_row(stored.id),
-        **_job_columns(stored.document),
-    }
-    return "update", row, update_if_unchanged(stored.etag, UpdateMode.MERGE)
-
-
-def _mark_rewrite(within: StoredCollection) -> tuple[str, dict[str, str], dict[str, UpdateMode]]:
-    """A batch operation that lands only while the collection's mark of `within`'s incarnation
-    and version is there: an update without an etag (any version of it will do, but it must
-    exist, else 404)."""
-    mark = {
-        "PartitionKey": jobs_partition(within.id),
-        "RowKey": incarnation_row(within.incarnation, within.version),
-    }
-    return "update", mark, {"mode": UpdateMode.MERGE}
-
-
-def _job_entity(job: JobId, document: JobDocument, current: StoredJob | None) -> NamedJobRow:
-    # A replaced job keeps the names' case from when it was created.
-    names = current.id if current is not None else job
-    return {
-        "PartitionKey": jobs_partition(job.collection),
-        "RowKey": job_row(job),
-        "Subscription": names.collection.subscription,
-        "ResourceGroup": names.collection.resource_group,
-        "Collection": names.collection.name,
-        "Name": names.name,
-        **_job_columns(document),
-    }
-
-
-def _job_columns(document: JobDocument) -> JobColumns:
-    """A job document as table columns. A stored job is read back with
-    `decode_job`."""
-    return {
-        "State": document.state.value,
-        "RunNowsInFlight": document.run_nows_in_flight,
-        "Document": as_json(encode_job(document)),
-        "ClaimedUntil": claim_column(document.claimed_until),
-    }
-
-
-def claim_column(until: datetime | None) -> str:
-    """A claim's deadline as a column that sorts as time does (every digit, always), so that a
-    query can find the jobs with a claim past its deadline; "" for a job with none."""
-    return "" if until is None else until.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _etag_of(stored: StoredJob | None) -> str | None:
     return None if stored is None else stored.etag
-
-
-def _keys_of(stored: StoredJob) -> dict[str, str]:
-    return {"PartitionKey": jobs_partition(stored.id.collection), "RowKey": job_row(stored.id)}
-
-
-def job_id_of(entity: Any) -> JobId:
-    collection = CollectionId(entity["Subscription"], entity["ResourceGroup"], entity["Collection"])
-    return JobId(collection, entity["Name"])

@@ -36,7 +36,7 @@ from shared.storage.errors import (
     QuotaExceeded,
 )
 from shared.storage.job_codec import decode_job, encode_job
-from shared.storage.jobs import claim_column
+from shared.storage.job_rows import claim_column
 from shared.storage.keys import COUNTER_PREFIX, job_row, jobs_partition
 from shared.storage.memory_records import HistoryInMemory, new_etag
 
