@@ -262,6 +262,12 @@ def _telemetry_exporter(environment: Mapping[str, str]) -> str | None:
     return exporter
 
 
+def environment_ca_bundle(environment: Mapping[str, str] = os.environ) -> str | None:
+    """The CA bundle requests, under the Azure SDKs, takes from the environment
+    (REQUESTS_CA_BUNDLE, else CURL_CA_BUNDLE); the own storage client trusts the same."""
+    return environment.get("REQUESTS_CA_BUNDLE") or environment.get("CURL_CA_BUNDLE") or None
+
+
 def max_dequeue_count(host_json: Path = HOST_JSON) -> int:
     """host.json's `extensions.queues.maxDequeueCount`, which the Functions host (and the local
     host) reads too: the delivery at which a queue message is given up to `<queue>-poison`."""

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TypedDict
+from urllib.request import getproxies
 
 from urllib3.util.retry import Retry
 
 from shared.domain.wire import SdkOption
+from shared.settings import environment_ca_bundle
 
 # The most calls one process has under way at once: the executor's delivery threads
 # (shared/execution/worker.py says why this many). Every pool of outbound connections, storage's
@@ -66,11 +68,16 @@ def environment_settings(endpoint: str) -> EnvironmentSettings:
     """What requests would take from the environment for `endpoint`, read once: its `proxies`
     (NO_PROXY counts) and `verify` (a CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE,
     else True)."""
-    import requests  # noqa: PLC0415  (on first use, as above)
+    verify = environment_ca_bundle() or True
+    return EnvironmentSettings(proxies=environment_proxies(endpoint), verify=verify)
 
-    with requests.Session() as probe:
-        found = probe.merge_environment_settings(endpoint, {}, None, None, None)
-    verify = found["verify"]
-    return EnvironmentSettings(
-        proxies=dict(found["proxies"]), verify=True if verify is None else verify
-    )
+
+def environment_proxies(url: str) -> dict[str, str]:
+    """The proxies requests would take from the environment for `url` (NO_PROXY counts).
+    requests finds them through urllib's `getproxies`: where that finds none, the usual case,
+    there are none, and requests (a thirtieth of a second) is not imported to say so."""
+    if not getproxies():
+        return {}
+    from requests.utils import get_environ_proxies  # noqa: PLC0415
+
+    return dict(get_environ_proxies(url))

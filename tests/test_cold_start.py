@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from devhost import azurite
@@ -24,6 +25,7 @@ from shared.actions import Performed
 from shared.actions.deferred import BuiltOnFirstUse
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, OnFirstRequest
 from shared.storage.clients import queue_service
+from shared.storage.connection_strings import service_address
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCESS_TIMEOUT_S = 120.0
@@ -46,9 +48,10 @@ LAZY = {
     "shared.api.openapi": "the first /openapi.json request",
     "shared.console.views": "the console's first read",
     "shared.domain.schedule.words": "the first schedule described (console, ARM job reads)",
-    "requests": "the own storage client's first request (proxy settings), or an SDK client built",
+    "requests": "an SDK client built, or the own storage client's first request where the "
+    "environment names a proxy",
 }
-KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+KEY = azurite.ACCOUNT_KEY
 
 
 def loaded_after(statement: str, env: dict[str, str]) -> set[str]:
@@ -87,9 +90,10 @@ def test_each_operation_imported_on_first_request_names_a_function_of_its_module
 
 
 # A fresh process on a fresh Azurite: its first requests create the tables and the queue they
-# need, then save and read what they were given (the local host's way of calling the functions).
+# need, then save and read what they were given (the local host's way of calling the functions),
+# without building an SDK client.
 FIRST_CALLS = """
-import json, os
+import json, os, sys
 from datetime import UTC, datetime, timedelta
 import azure.functions as func
 from devhost.invocation import invoke
@@ -119,6 +123,7 @@ print(json.dumps([
          {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}),
     call("put_job", "PUT", f"{collection}/jobs/one", route | {"jobName": "one"}, job),
     call("get_job", "GET", f"{collection}/jobs/one", route | {"jobName": "one"}),
+    "requests" in sys.modules,  # with no proxy named, the own storage client has no use for it
 ]))
 """
 
@@ -127,7 +132,9 @@ print(json.dumps([
 def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None:
     emulator = azurite.start()
     try:
-        env = os.environ | {
+        unproxied = {name: value for name, value in os.environ.items()
+                     if not name.lower().endswith("_proxy")}  # fmt: skip
+        env = unproxied | {
             "AzureWebJobsStorage": emulator.connection_string,
             "SCHEDULER_FUNCTION_KEY": "first-call-key",
             "SCHEDULER_TICK_SCHEDULE": "0 * * * * *",
@@ -140,7 +147,7 @@ def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None
     finally:
         emulator.stop()
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [201, 201, 200], done.stdout
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [201, 201, 200, False], done.stdout
 
 
 # The SDKs' first client in a process runs `uname -p` (platform.processor, for its user agent).
@@ -150,7 +157,8 @@ def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None
     [
         "UseDevelopmentStorage=true",
         f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={KEY};"
-        "QueueEndpoint=http://127.0.0.1:20001/devstoreaccount1;",
+        "QueueEndpoint=http://127.0.0.1:20001/devstoreaccount1;"
+        "TableEndpoint=http://127.0.0.1:20002/devstoreaccount1/;",
         f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={KEY};"
         "EndpointSuffix=core.chinacloudapi.cn",
         f"AccountName=acct;AccountKey={KEY}",
@@ -158,13 +166,15 @@ def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None
     ],
     ids=["development storage", "Azurite's", "another cloud", "defaults", "lower-case names"],
 )
-def test_a_connection_string_names_the_queue_service_the_queue_sdk_finds(connection: str) -> None:
-    sdk = QueueServiceClient.from_connection_string(connection)
+def test_a_connection_string_names_the_services_the_sdks_find(connection: str) -> None:
+    queues = QueueServiceClient.from_connection_string(connection)
     assert queue_service(connection) == (
-        sdk.url,
-        sdk.credential.account_name,
-        sdk.credential.account_key,
+        queues.url,
+        queues.credential.account_name,
+        queues.credential.account_key,
     )
+    tables = TableServiceClient.from_connection_string(connection)
+    assert service_address(connection, "table") == (tables.url, *tables.credential.named_key)
 
 
 class _Counted:

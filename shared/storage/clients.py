@@ -9,14 +9,14 @@ Locally, Azurite takes the connection string.
 
 from __future__ import annotations
 
-from typing import cast
+import json
+from typing import TYPE_CHECKING, cast
 
-from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
-from azure.core.utils import parse_connection_string
-from azure.data.tables import TableClient, TableServiceClient
+from azure.core.credentials import TokenCredential
 
 from shared.domain.wire import SdkOption
 from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
+from shared.storage.connection_strings import service_address
 from shared.storage.queue_http import Base64Text, QueueHttp, QueueLike
 from shared.storage.storage_http import (
     QUEUE_VERSION,
@@ -25,9 +25,13 @@ from shared.storage.storage_http import (
     QueueSharedKeyLite,
     StorageEndpoint,
     TableSharedKeyLite,
+    raise_for,
 )
 from shared.storage.table_http import TableHttp
 from shared.transport import environment_settings, with_pooled_transport
+
+if TYPE_CHECKING:
+    from azure.data.tables import TableServiceClient
 
 
 def storage_credential(identity: StorageIdentity) -> TokenCredential:
@@ -42,68 +46,90 @@ def storage_credential(identity: StorageIdentity) -> TokenCredential:
 
 
 class TableAccount:
-    """The app's tables: each spoken to over plain HTTP (`TableHttp`), and created, once, by
-    the SDK's service client. The same two calls as the SDK's TableServiceClient, so that the
-    store runs on either (tests hand it the SDK's, to count or fail its requests)."""
+    """The app's tables, each spoken to over plain HTTP (`TableHttp`): the same two calls as
+    the SDK's TableServiceClient, so that the store runs on either (tests hand it the SDK's, to
+    count or fail its requests)."""
 
-    def __init__(self, service: TableServiceClient, endpoint: StorageEndpoint) -> None:
-        self._service, self._endpoint = service, endpoint
+    def __init__(self, endpoint: StorageEndpoint) -> None:
+        self._endpoint = endpoint
         self.url = endpoint.url
 
     def get_table_client(self, table_name: str) -> TableHttp:
         return TableHttp(self._endpoint, table_name)
 
-    def create_table(self, table_name: str) -> TableClient:
-        return self._service.create_table(table_name)
+    def create_table(self, table_name: str) -> TableHttp:
+        """Create the table; ResourceExistsError if it is there already (as with the SDK)."""
+        answer = self._endpoint.send(
+            "POST",
+            self._endpoint.path("Tables"),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json;odata=nometadata",
+                "Prefer": "return-no-content",
+            },
+            body=json.dumps({"TableName": table_name}).encode(),
+        )
+        raise_for(answer)
+        return self.get_table_client(table_name)
 
 
 def table_service(
     settings: Settings, credential: TokenCredential | None = None, **options: SdkOption
 ) -> TableAccount | TableServiceClient:
-    """`options`: the SDK client's (for creating tables); of them, `raw_request_hook` (called
-    on every try of every request) and `connection_verify` (a CA bundle) serve every request.
-    With the setting `sdk`, the SDK's TableServiceClient itself."""
+    """`options`: the SDK client's; of them, the own client takes `raw_request_hook` (called on
+    every try of every request) and `connection_verify` (a CA bundle). With the setting `sdk`,
+    the SDK's TableServiceClient itself."""
     identity = settings.storage_identity
-    sdk = settings.storage_client == "sdk"
+    if settings.storage_client == "sdk":
+        return _sdk_tables(settings, credential, options)
+    if identity is None:
+        return tables_from_connection_string(_connection(settings), **options)
+    signer = BearerTokens(credential or storage_credential(identity))
+    return _account(identity.table_service_uri, signer, options)
+
+
+def _sdk_tables(
+    settings: Settings, credential: TokenCredential | None, options: dict[str, SdkOption]
+) -> TableServiceClient:
+    # Imported here, as the Queue SDK is below: only this setting builds the SDK's clients.
+    from azure.data.tables import TableServiceClient  # noqa: PLC0415
+
+    identity = settings.storage_identity
     if identity is None:
         connection = _connection(settings)
-        if sdk:
-            endpoint = TableServiceClient.from_connection_string(connection).url
-            return TableServiceClient.from_connection_string(
-                connection, **with_pooled_transport(endpoint, options)
-            )
-        return tables_from_connection_string(connection, **options)
+        endpoint = service_address(connection, "table").url
+        return TableServiceClient.from_connection_string(
+            connection, **with_pooled_transport(endpoint, options)
+        )
     endpoint = identity.table_service_uri
-    credential = credential or storage_credential(identity)
-    service = TableServiceClient(
-        endpoint, credential=credential, **with_pooled_transport(endpoint, options)
+    return TableServiceClient(
+        endpoint,
+        credential=credential or storage_credential(identity),
+        **with_pooled_transport(endpoint, options),
     )
-    return service if sdk else _account(service, BearerTokens(credential), options)
 
 
 def tables_from_connection_string(connection: str, **options: SdkOption) -> TableAccount:
-    endpoint = TableServiceClient.from_connection_string(connection).url
-    service = TableServiceClient.from_connection_string(
-        connection, **with_pooled_transport(endpoint, options)
-    )
-    key = service.credential
-    if not isinstance(key, AzureNamedKeyCredential):
-        raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
-    return _account(service, TableSharedKeyLite(key.named_key.name, key.named_key.key), options)
+    url, account, key = service_address(connection, "table")
+    return _account(url, TableSharedKeyLite(account, key), options)
 
 
 def _account(
-    service: TableServiceClient,
-    signer: TableSharedKeyLite | BearerTokens,
-    options: dict[str, SdkOption],
+    url: str, signer: TableSharedKeyLite | BearerTokens, options: dict[str, SdkOption]
 ) -> TableAccount:
-    http = StorageEndpoint(
-        service.url,
+    unknown = set(options) - _TABLE_OPTIONS
+    if unknown:
+        raise TypeError(f"table clients take no {', '.join(sorted(unknown))}")
+    endpoint = StorageEndpoint(
+        url,
         signer,
         on_request=options.get("raw_request_hook"),
-        verify=options.get("connection_verify", _environment_verify(service.url)),
+        verify=options.get("connection_verify", _environment_verify(url)),
     )
-    return TableAccount(service, http)
+    return TableAccount(endpoint)
+
+
+_TABLE_OPTIONS = frozenset({"raw_request_hook", "connection_verify"})
 
 
 def queue_client(
@@ -162,33 +188,11 @@ def queue_from_connection_string(connection: str, queue: str, **options: SdkOpti
     return _queue(url, queue, QueueSharedKeyLite(account, key), options)
 
 
-# Where UseDevelopmentStorage=true puts the queue service: Azurite's (and the SDKs') default.
-DEVELOPMENT_QUEUES = "http://127.0.0.1:10001/devstoreaccount1"
-
-
 def queue_service(connection: str) -> tuple[str, str, str]:
-    """The queue service's URL, the account and its key, read from a connection string as the
-    Queue SDK reads them: its QueueEndpoint, else the account's endpoint under its suffix.
-
-    The Table SDK (which the app imports anyway) reads the account and key, so that the Queue
-    SDK, a tenth of a second of import, stays off a cold start's path.
-    """
-    try:
-        credential = TableServiceClient.from_connection_string(connection).credential
-    except ValueError:  # no account to find an endpoint for (a SAS with a queue endpoint, say)
-        credential = None
-    if not isinstance(credential, AzureNamedKeyCredential):
-        raise SettingError(f"{STORAGE}: a connection string with an AccountKey is needed")
-    account, key = credential.named_key
-    found = parse_connection_string(connection, case_sensitive_keys=False)
-    if found.get("usedevelopmentstorage", "").lower() == "true":
-        url = DEVELOPMENT_QUEUES
-    elif found.get("queueendpoint"):
-        url = found["queueendpoint"]
-    else:
-        protocol = found.get("defaultendpointsprotocol", "https")
-        url = f"{protocol}://{account}.queue.{found.get('endpointsuffix', 'core.windows.net')}"
-    return url.rstrip("/") + "/", account, key  # with the slash the SDK's `url` ends in
+    """The queue service's URL (with the slash the Queue SDK's `url` ends in), the account and
+    its key."""
+    url, account, key = service_address(connection, "queue")
+    return f"{url}/", account, key
 
 
 _QUEUE_OPTIONS = frozenset(

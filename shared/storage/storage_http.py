@@ -44,7 +44,7 @@ from azure.core.exceptions import (
 )
 from azure.core.pipeline.transport import HttpResponse as SdkHttpResponse
 
-from shared.transport import CALLS_AT_ONCE
+from shared.transport import CALLS_AT_ONCE, environment_proxies
 
 # The service versions these requests speak: the Table SDK's own (azure-data-tables 12.x), and
 # a Queue version that both Azure and Azurite know (the Queue SDK sends newer ones, which
@@ -433,11 +433,7 @@ def _pool(
 ) -> tuple[urllib3.HTTPConnectionPool | urllib3.ProxyManager, bool]:
     """The connections to `url`, and whether a request names its absolute URL (through a
     proxy) or only its path (to the endpoint's own pool, which saves parsing the URL)."""
-    # The proxy the environment names for this endpoint (NO_PROXY counts), read once. requests
-    # is imported here, on the first request, so that importing the app does not pay for it.
-    from requests.utils import get_environ_proxies  # noqa: PLC0415
-
-    proxies = get_environ_proxies(url)
+    proxies = environment_proxies(url)  # read once: NO_PROXY counts, as with the SDKs
     proxy = proxies.get(urlsplit(url).scheme) or proxies.get("all")
     options: _PoolOptions = {
         "maxsize": CALLS_AT_ONCE,
