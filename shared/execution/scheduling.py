@@ -179,10 +179,7 @@ class Scheduling:
             # collection's terms here, so they are read now.
             preconditions.check(current)
             now_stored = self._storage.collections.existing_collection(job.collection)
-            if (now_stored.incarnation, now_stored.version) != (
-                collection.incarnation,
-                collection.version,
-            ):
+            if not now_stored.has_terms_of(collection):
                 raise CollectionChanged(job)
             return current, False
         dispatched = self._dispatcher.dispatch(

@@ -58,6 +58,11 @@ class Stored(Generic[Id, Document]):
     incarnation: str = ""
     version: str = ""
 
+    def has_terms_of(self, other: Stored[Id, Document]) -> bool:
+        """Whether two reads of a collection are of the same incarnation and the same version
+        of its terms: what a job's write built on one may assume of the other."""
+        return (self.incarnation, self.version) == (other.incarnation, other.version)
+
 
 StoredCollection = Stored[CollectionId, CollectionDocument]
 StoredJob = Stored[JobId, JobDocument]

@@ -102,12 +102,12 @@ class Collections:
         and a creator reads the collection again after its insert."""
         with self._lock:
             known = self._known.get(jobs_partition(stored.id))
-            return known is not None and known.unmarked and _same(known.stored, stored)
+            return known is not None and known.unmarked and known.stored.has_terms_of(stored)
 
     def note_unmarked(self, stored: StoredCollection) -> None:
         with self._lock:
             known = self._known.get(jobs_partition(stored.id))
-            if known is not None and _same(known.stored, stored):
+            if known is not None and known.stored.has_terms_of(stored):
                 known.unmarked = True
 
     def _remember(self, collection: CollectionId, stored: StoredCollection | None) -> None:
@@ -117,7 +117,7 @@ class Collections:
                 self._known.pop(partition, None)
                 return
             before = self._known.get(partition)
-            unmarked = before is not None and before.unmarked and _same(before.stored, stored)
+            unmarked = before is not None and before.unmarked and before.stored.has_terms_of(stored)
             self._known[partition] = _Known(stored, time.monotonic(), unmarked)
             self._known.move_to_end(partition)
             while len(self._known) > REMEMBERED_COLLECTIONS:
@@ -260,11 +260,6 @@ class Collections:
         """Whether the collection (that incarnation of it) is still stored."""
         current = self.collection(collection.id)
         return current is not None and current.incarnation == collection.incarnation
-
-
-def _same(one: StoredCollection, other: StoredCollection) -> bool:
-    """Whether two reads of a collection are of the same incarnation and version."""
-    return (one.incarnation, one.version) == (other.incarnation, other.version)
 
 
 def collection_id_of(entity: Any) -> CollectionId:

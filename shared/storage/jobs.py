@@ -367,7 +367,7 @@ class Jobs:
         current = self._collections.collection(within.id)
         if current is None:
             raise NotFound(within.id)
-        if (current.incarnation, current.version) != (within.incarnation, within.version):
+        if not current.has_terms_of(within):
             raise CollectionChanged(job)
         try:
             self._jobs.table.get_entity(

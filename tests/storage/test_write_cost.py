@@ -240,10 +240,10 @@ def test_a_collection_without_a_mark_is_still_checked_after_each_insert(
         assert store.jobs.jobs(collection) == [], f"marked={marked}"
 
 
-def hourly(*, every_minute: bool = False) -> JobProperties:
+def recurring(every: str = "Hour") -> JobProperties:
+    """A job that recurs once every `every` (Hour, Minute, ...)."""
     body = job_body()
-    if every_minute:
-        body["properties"]["recurrence"] = {"frequency": "Minute", "interval": 1}
+    body["properties"]["recurrence"] = {"frequency": every, "interval": 1}
     return JobBody.model_validate(body).properties
 
 
@@ -265,12 +265,12 @@ def test_a_process_that_did_not_create_the_collection_lists_its_jobs_once(
 ) -> None:
     services, requests = recorded
     collection = new_collection(services)
-    services.scheduling.save_definition(JobId(collection, "there"), hourly(), datetime.now(UTC))
+    services.scheduling.save_definition(JobId(collection, "there"), recurring(), datetime.now(UTC))
     sent = []
     for name in ("new", "newer", "there"):
         before = requests.count
         elsewhere.scheduling.save_definition(
-            JobId(collection, name), hourly(every_minute=True), datetime.now(UTC)
+            JobId(collection, name), recurring("Minute"), datetime.now(UTC)
         )
         sent.append(requests.of_this_thread(before))
     # Its first write reads the collection's terms and lists its jobs' names (a query, which
@@ -294,8 +294,8 @@ def test_terms_changed_by_another_process_hold_for_this_ones_next_write(
     services, requests = recorded
     collection = new_collection(services)
     now = datetime.now(UTC)
-    services.scheduling.save_definition(JobId(collection, "hourly"), hourly(), now)
-    services.scheduling.save_definition(JobId(collection, "minutely"), hourly(), now)
+    services.scheduling.save_definition(JobId(collection, "hourly"), recurring(), now)
+    services.scheduling.save_definition(JobId(collection, "minutely"), recurring(), now)
 
     def change_elsewhere(patch: dict[str, Any]) -> None:
         current = elsewhere.storage.collections.existing_collection(collection)
@@ -310,25 +310,25 @@ def test_terms_changed_by_another_process_hold_for_this_ones_next_write(
     before = requests.count
     with pytest.raises(Refused):
         services.scheduling.save_definition(
-            JobId(collection, "minutely"), hourly(every_minute=True), now
+            JobId(collection, "minutely"), recurring("Minute"), now
         )
     assert "GET jobcollections" in requests.of_this_thread(before)
     change_elsewhere({"location": "northeurope"})
     before = requests.count
     saved, created = services.scheduling.save_definition(
-        JobId(collection, "another"), hourly(), now
+        JobId(collection, "another"), recurring(), now
     )
     assert "GET jobcollections" in requests.of_this_thread(before)
     assert created and saved.document.region == "North Europe"
     change_elsewhere({"location": "westeurope"})
     # The same definition again: no write checks the terms, so they are read.
     saved, created = services.scheduling.save_definition(
-        JobId(collection, "another"), hourly(), now
+        JobId(collection, "another"), recurring(), now
     )
     assert not created and saved.document.region == "West Europe"
     stored = services.storage.jobs.jobs(collection)
     assert {job.id.name for job in stored} == {"another", "hourly", "minutely"}
-    assert all(job.document.properties.recurrence == hourly().recurrence for job in stored)
+    assert all(job.document.properties.recurrence == recurring().recurrence for job in stored)
 
 
 def test_a_name_created_by_another_process_meanwhile_is_replaced(
@@ -340,10 +340,10 @@ def test_a_name_created_by_another_process_meanwhile_is_replaced(
     collection = new_collection(services)
     job = JobId(collection, "contested")
     now = datetime.now(UTC)
-    elsewhere.scheduling.save_definition(job, hourly(), now - timedelta(seconds=1))
-    saved, created = services.scheduling.save_definition(job, hourly(every_minute=True), now)
+    elsewhere.scheduling.save_definition(job, recurring(), now - timedelta(seconds=1))
+    saved, created = services.scheduling.save_definition(job, recurring("Minute"), now)
     assert not created
-    assert saved.document.properties.recurrence == hourly(every_minute=True).recurrence
+    assert saved.document.properties.recurrence == recurring("Minute").recurrence
     assert services.storage.jobs.jobs(collection) == [saved]
     # Counted once: what the counter rows hold, less each process's spare places.
     slot = services.storage.jobs.job_slot(job, counted=True)
@@ -357,7 +357,7 @@ def test_a_collection_created_anew_by_another_process_takes_the_next_job(
     services, _ = recorded
     collection = new_collection(services)
     now = datetime.now(UTC)
-    services.scheduling.save_definition(JobId(collection, "old"), hourly(), now)
+    services.scheduling.save_definition(JobId(collection, "old"), recurring(), now)
     elsewhere.scheduling.delete_collection(collection, Preconditions())
     again = CollectionBody.model_validate(
         {"location": "northeurope", "properties": {"sku": {"name": "Free"}}}
@@ -368,9 +368,9 @@ def test_a_collection_created_anew_by_another_process_takes_the_next_job(
     )  # fmt: skip
     with pytest.raises(Refused):  # every minute: more often than Free allows
         services.scheduling.save_definition(
-            JobId(collection, "new"), hourly(every_minute=True), now
+            JobId(collection, "new"), recurring("Minute"), now
         )
-    saved, created = services.scheduling.save_definition(JobId(collection, "new"), hourly(), now)
+    saved, created = services.scheduling.save_definition(JobId(collection, "new"), recurring(), now)
     assert created and saved.document.region == "North Europe"
     assert [job.id.name for job in elsewhere.storage.jobs.jobs(collection)] == ["new"]
 
