@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing.process
 import os
+import platform
 import secrets
 import subprocess
 import sys
@@ -50,6 +51,11 @@ settings.register_profile(
     "thorough", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# The Azure SDKs' user agent names the processor, which platform finds by running `uname -p`
+# once per interpreter: asked here, before any test refuses processes, so that a test building an
+# SDK client passes alone as it does after others (tests/actions/test_managed_identity.py).
+platform.processor()
 
 # The fixtures that start processes (or, for the broker, need its AMQP package).
 NEEDS_SERVICES = {
