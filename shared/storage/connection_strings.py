@@ -8,7 +8,7 @@ strings.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from azure.core.utils import parse_connection_string
 
@@ -21,7 +21,8 @@ DEVELOPMENT_ACCOUNT = "devstoreaccount1"
 DEVELOPMENT_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
-_DEVELOPMENT_ENDPOINTS = {
+Service = Literal["table", "queue"]
+_DEVELOPMENT_ENDPOINTS: dict[Service, str] = {
     "table": f"http://127.0.0.1:10002/{DEVELOPMENT_ACCOUNT}",
     "queue": f"http://127.0.0.1:10001/{DEVELOPMENT_ACCOUNT}",
 }
@@ -36,8 +37,8 @@ class ServiceAddress(NamedTuple):
     key: str
 
 
-def service_address(connection: str, service: str) -> ServiceAddress:
-    """Where `service` ("table" or "queue") is: its own endpoint (`TableEndpoint`), else the
+def service_address(connection: str, service: Service) -> ServiceAddress:
+    """Where `service` is: its own endpoint (`TableEndpoint`, `QueueEndpoint`), else the
     account's under its protocol and suffix (https and core.windows.net by default)."""
     if connection.strip().rstrip(";").lower() == "usedevelopmentstorage=true":
         return ServiceAddress(_DEVELOPMENT_ENDPOINTS[service], DEVELOPMENT_ACCOUNT, DEVELOPMENT_KEY)
