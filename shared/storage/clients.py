@@ -9,13 +9,18 @@ Locally, Azurite takes the connection string.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, cast
 
 from azure.core.credentials import TokenCredential
 
 from shared.domain.wire import SdkOption
-from shared.settings import STORAGE, SettingError, Settings, StorageIdentity
+from shared.settings import (
+    STORAGE,
+    SettingError,
+    Settings,
+    StorageIdentity,
+    environment_ca_bundle,
+)
 from shared.storage.connection_strings import service_address
 from shared.storage.queue_http import Base64Text, QueueHttp, QueueLike
 from shared.storage.storage_http import (
@@ -25,10 +30,9 @@ from shared.storage.storage_http import (
     QueueSharedKeyLite,
     StorageEndpoint,
     TableSharedKeyLite,
-    raise_for,
 )
 from shared.storage.table_http import TableHttp
-from shared.transport import environment_settings, with_pooled_transport
+from shared.transport import with_pooled_transport
 
 if TYPE_CHECKING:
     from azure.data.tables import TableServiceClient
@@ -59,18 +63,9 @@ class TableAccount:
 
     def create_table(self, table_name: str) -> TableHttp:
         """Create the table; ResourceExistsError if it is there already (as with the SDK)."""
-        answer = self._endpoint.send(
-            "POST",
-            self._endpoint.path("Tables"),
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json;odata=nometadata",
-                "Prefer": "return-no-content",
-            },
-            body=json.dumps({"TableName": table_name}).encode(),
-        )
-        raise_for(answer)
-        return self.get_table_client(table_name)
+        table = self.get_table_client(table_name)
+        table.create()
+        return table
 
 
 def table_service(
@@ -124,7 +119,7 @@ def _account(
         url,
         signer,
         on_request=options.get("raw_request_hook"),
-        verify=options.get("connection_verify", _environment_verify(url)),
+        verify=options.get("connection_verify", _environment_verify()),
     )
     return TableAccount(endpoint)
 
@@ -217,7 +212,7 @@ def _queue(
         signer,
         version=QUEUE_VERSION,
         on_request=options.get("raw_request_hook"),
-        verify=options.get("connection_verify", _environment_verify(url)),
+        verify=options.get("connection_verify", _environment_verify()),
         tries=options.get("retry_total", TRIES - 1) + 1,
     )
     return QueueHttp(
@@ -228,10 +223,9 @@ def _queue(
     )
 
 
-def _environment_verify(endpoint: str) -> str | bool:
+def _environment_verify() -> str | bool:
     """The CA bundle requests would take from the environment (REQUESTS_CA_BUNDLE, ...)."""
-    found = environment_settings(endpoint)["verify"]
-    return found if isinstance(found, str) else True
+    return environment_ca_bundle() or True
 
 
 def _connection(settings: Settings) -> str:

@@ -160,6 +160,14 @@ class TableHttp:
 
     # --- writes ------------------------------------------------------------------------
 
+    def create(self) -> None:
+        """Create this table; ResourceExistsError if it is there already (as with the SDK)."""
+        body = json.dumps({"TableName": self.table_name}).encode()
+        answer = self._send(
+            "POST", self._endpoint.path("Tables"), headers=_write_headers(), body=body
+        )
+        raise_for(answer)
+
     def create_entity(self, entity: Entity) -> WriteMetadata:
         path = self._endpoint.path(quote(self.table_name))
         body = json.dumps(entity_json(entity)).encode()
