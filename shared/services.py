@@ -28,14 +28,14 @@ from shared.execution.scheduling import Scheduling
 from shared.execution.worker import ExecutionWorker
 from shared.logs import quiet_third_party_loggers
 from shared.settings import Settings
-from shared.storage.activity_log import ActivityLog
+from shared.storage.activity_log import ACTIVITY_TABLE, ActivityLog
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.due_index import DUE_TABLE, DueIndex
 from shared.storage.interface import Storage
 from shared.storage.queue_http import Base64Text, QueueLike
-from shared.storage.role_assignments import RoleAssignments
+from shared.storage.role_assignments import ASSIGNMENTS_TABLE, RoleAssignments
 from shared.storage.table_http import TableServiceLike
-from shared.storage.table_store import table_storage
+from shared.storage.table_store import TABLES, create_tables, table_storage
 from shared.telemetry import configure as configure_telemetry
 from shared.telemetry import current as telemetry
 
@@ -128,9 +128,11 @@ def build(
     identity = settings.storage_identity
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None
-    tables = tables or table_service(settings, credential, raw_request_hook=STORAGE_REQUESTS)
-    storage = storage or table_storage(tables)
-    storage.create_tables()
+    account: TableServiceLike = tables or table_service(
+        settings, credential, raw_request_hook=STORAGE_REQUESTS
+    )
+    create_tables(account, (*TABLES, due_table, ACTIVITY_TABLE, ASSIGNMENTS_TABLE))
+    storage = storage or table_storage(account)
     # The Functions host reads queue messages as base64 by default (host.json messageEncoding).
     queue = (
         queues(queue_name)
@@ -145,7 +147,7 @@ def build(
     )
     with contextlib.suppress(ResourceExistsError):
         queue.create_queue()
-    due_index = DueIndex.in_service(tables, due_table)
+    due_index = DueIndex(account.get_table_client(due_table))
     # Follow-ups wait a moment for others of the same second (shared.execution.dispatch).
     # Where the host moves a message after its last failed delivery (/health reports its depth).
     poison_queue = f"{queue_name}-poison"
@@ -220,7 +222,8 @@ def build(
     )
     return Services(
         settings, clock, storage, due_index, dispatcher, scheduling, build_worker, threads, fan_out,
-        ActivityLog.in_service(tables), RoleAssignments.in_service(tables),
+        ActivityLog(account.get_table_client(ACTIVITY_TABLE)),
+        RoleAssignments(account.get_table_client(ASSIGNMENTS_TABLE)),
     )  # fmt: skip
 
 

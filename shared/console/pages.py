@@ -111,11 +111,12 @@ def show_collection(request: ApiRequest, services: Services) -> ApiResponse:
 
     stored = services.storage.collections.existing_collection(collection_id(request))
     jobs, now = list(services.storage.jobs.jobs(stored.id)), services.now()
+    runs = stored.document.enabled
     return ApiResponse(
         200,
         {
             "collection": collection_view(stored, jobs, now),
-            "jobs": [job_row(job, now) for job in jobs],
+            "jobs": [job_row(job, now, collection_runs=runs) for job in jobs],
             "timeline": timeline(jobs, now),
         },
     )
@@ -125,8 +126,11 @@ def show_job(request: ApiRequest, services: Services) -> ApiResponse:
     """A job: its row, its definition without secrets and its next occurrences."""
     from shared.console.views import job_detail  # noqa: PLC0415
 
-    job = JobId.of(collection_id(request), request.route["jobName"])
-    return ApiResponse(200, job_detail(services.storage.jobs.existing_job(job), services.now()))
+    storage = services.storage
+    collection = storage.collections.existing_collection(collection_id(request))
+    job = storage.jobs.existing_job(JobId.of(collection.id, request.route["jobName"]))
+    runs = collection.document.enabled  # a job of a suspended collection waits: it is not late
+    return ApiResponse(200, job_detail(job, services.now(), collection_runs=runs))
 
 
 def list_holiday_calendars(request: ApiRequest, services: Services) -> ApiResponse:

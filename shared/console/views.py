@@ -113,7 +113,8 @@ def collection_view(
     document = stored.document
     jobs = list(jobs)
     by_state = Counter(job.document.state.value for job in jobs)
-    in_trouble = Counter(kind for job in jobs for kind in trouble(job, now))
+    runs = document.enabled
+    in_trouble = Counter(kind for job in jobs for kind in trouble(job, now, collection_runs=runs))
     return {
         "id": stored.id.arm_id,
         "subscription": stored.id.subscription,
@@ -128,8 +129,8 @@ def collection_view(
     }
 
 
-def job_row(stored: StoredJob, now: datetime) -> JobRow:
-    """A job as the collection's list shows it."""
+def job_row(stored: StoredJob, now: datetime, *, collection_runs: bool = True) -> JobRow:
+    """A job as the collection's list shows it (`collection_runs`: as for `trouble`)."""
     document = stored.document
     status = document.status
     return {
@@ -137,7 +138,10 @@ def job_row(stored: StoredJob, now: datetime) -> JobRow:
         "name": stored.id.name,
         "state": document.state.value,
         "stateReason": document.state_reason,  # why it was put in that state, if a client said
-        "trouble": [{"kind": kind, "words": TROUBLE[kind]} for kind in trouble(stored, now)],
+        "trouble": [
+            {"kind": kind, "words": TROUBLE[kind]}
+            for kind in trouble(stored, now, collection_runs=collection_runs)
+        ],
         "timeZone": time_zone(document.properties.recurrence),
         "schedule": describe(document.properties.starts_at, document.properties.recurrence),
         "action": action_summary(document.properties.action),
@@ -151,7 +155,7 @@ def job_row(stored: StoredJob, now: datetime) -> JobRow:
     }
 
 
-def job_detail(stored: StoredJob, now: datetime) -> JobDetail:
+def job_detail(stored: StoredJob, now: datetime, *, collection_runs: bool = True) -> JobDetail:
     """A job's page: its row, its definition as a reader may see it, and its next occurrences
     (those it would have if enabled, when it is not)."""
     document = stored.document
@@ -159,15 +163,16 @@ def job_detail(stored: StoredJob, now: datetime) -> JobDetail:
         NEXT_OCCURRENCES_SHOWN, after=now, executions_done=document.occurrences
     )
     return {
-        **job_row(stored, now),
+        **job_row(stored, now, collection_runs=collection_runs),
         "collection": stored.id.collection.arm_id,
         "definition": document.public_properties(),
         "nextOccurrences": [iso(instant) for instant in upcoming if not document.final],
     }
 
 
-def trouble(stored: StoredJob, now: datetime) -> list[str]:
-    """What is wrong with a job, worst first: the keys of TROUBLE that apply."""
+def trouble(stored: StoredJob, now: datetime, *, collection_runs: bool = True) -> list[str]:
+    """What is wrong with a job, worst first: the keys of TROUBLE that apply. A job whose
+    collection is disabled or suspended (`collection_runs` false) waits for it, and is not late."""
     document = stored.document
     found = []
     if document.state is JobState.FAULTED:
@@ -181,7 +186,8 @@ def trouble(stored: StoredJob, now: datetime) -> list[str]:
     if last is not None and last.get("status") == "Failed" and "retrying" not in found:
         found.append("failing")
     next_run = document.status.next_execution_time
-    if document.enabled and next_run is not None and next_run + LATE_AFTER < now:
+    runs = collection_runs and document.enabled
+    if runs and next_run is not None and next_run + LATE_AFTER < now:
         found.append("late")
     return found
 

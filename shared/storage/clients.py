@@ -9,11 +9,12 @@ Locally, Azurite takes the connection string.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, cast
 
 from azure.core.credentials import TokenCredential
 
-from shared.domain.wire import SdkOption
+from shared.domain.wire import EntityValue, SdkOption
 from shared.settings import (
     STORAGE,
     SettingError,
@@ -31,7 +32,8 @@ from shared.storage.storage_http import (
     StorageEndpoint,
     TableSharedKeyLite,
 )
-from shared.storage.table_http import TableHttp
+from shared.storage.table_entities import substituted
+from shared.storage.table_http import ListedTable, TableHttp, listed_tables
 from shared.transport import with_pooled_transport
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ def storage_credential(identity: StorageIdentity) -> TokenCredential:
 
 
 class TableAccount:
-    """The app's tables, each spoken to over plain HTTP (`TableHttp`): the same two calls as
+    """The app's tables, each spoken to over plain HTTP (`TableHttp`): the same three calls as
     the SDK's TableServiceClient, so that the store runs on either (tests hand it the SDK's, to
     count or fail its requests)."""
 
@@ -66,6 +68,12 @@ class TableAccount:
         table = self.get_table_client(table_name)
         table.create()
         return table
+
+    def query_tables(
+        self, query_filter: str, *, parameters: Mapping[str, EntityValue] | None = None
+    ) -> Iterator[ListedTable]:
+        """The account's tables that match (`@name` in the filter stands for a parameter)."""
+        return listed_tables(self._endpoint, substituted(query_filter, parameters))
 
 
 def table_service(

@@ -30,6 +30,7 @@ from azure.storage.queue import QueueMessage, QueueProperties
 
 from shared.storage.memory_records import new_etag
 from shared.storage.table_entities import EntityMetadata, Row
+from shared.storage.table_http import ListedTable
 
 _CLAUSE = re.compile(r"^(\w+) (eq|ne|gt|ge|lt|le) @(\w+)$")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -119,6 +120,19 @@ class MemoryTables:
 
     def create_table(self, table_name: str) -> MemoryTable:
         return self.get_table_client(table_name)
+
+    def query_tables(
+        self, query_filter: str, *, parameters: Mapping[str, Any]
+    ) -> Iterator[ListedTable]:
+        """The tables made so far that match: clauses on `TableName` joined by `or`, each with
+        its parameter."""
+        alternatives = [_parsed(clause, parameters) for clause in query_filter.split(" or ")]
+        with self._lock:
+            names = sorted(self._tables)
+        for name in names:
+            listed = Row({"TableName": name}, EntityMetadata(etag="", timestamp=None))
+            if any(all(test(listed) for test in tests) for tests in alternatives):
+                yield ListedTable(name)
 
 
 def _key(entity: Mapping[str, Any]) -> tuple[str, str]:

@@ -19,7 +19,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Protocol, TypedDict, TypeVar, Unpack
+from typing import NamedTuple, Protocol, TypedDict, TypeVar, Unpack
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
@@ -85,6 +85,16 @@ class TableServiceLike(Protocol):
 
     def get_table_client(self, table_name: str) -> SdkAnswer: ...
     def create_table(self, table_name: str) -> object: ...
+    def query_tables(
+        self, query_filter: str, *, parameters: dict[str, EntityValue]
+    ) -> SdkAnswer: ...
+
+
+class ListedTable(NamedTuple):
+    """A table as a query of the account's tables names it (read by `name`, as the SDK's
+    TableItem is)."""
+
+    name: str
 
 
 class BatchOptions(TypedDict, total=False):
@@ -147,14 +157,7 @@ class TableHttp:
             raise_for(answer)
             for properties in json.loads(answer.body)["value"]:
                 yield row_from_json(properties)
-            following = {
-                name: answer.headers[header]
-                for name, header in (
-                    ("NextPartitionKey", "x-ms-continuation-NextPartitionKey"),
-                    ("NextRowKey", "x-ms-continuation-NextRowKey"),
-                )
-                if header in answer.headers
-            }
+            following = _continuation(answer, "NextPartitionKey", "NextRowKey")
             if not following:
                 return
 
@@ -345,6 +348,26 @@ class TableHttp:
     def _send(self, method: str, path: str, **options: Unpack[SendOptions]) -> Answer:
         options["headers"] = {**_TABLE_HEADERS, **(options.get("headers") or {})}
         return self._endpoint.send(method, path, **options)
+
+
+def listed_tables(endpoint: StorageEndpoint, query_filter: str) -> Iterator[ListedTable]:
+    """The account's tables that match the filter, a page at a time (Query Tables)."""
+    path, following = endpoint.path("Tables"), dict[str, str]()
+    while True:
+        query = urlencode({"$filter": query_filter, **following}, quote_via=quote, safe=",$")
+        answer = endpoint.send("GET", path, query=query, headers=dict(_TABLE_HEADERS))
+        raise_for(answer)
+        for table in json.loads(answer.body)["value"]:
+            yield ListedTable(table["TableName"])
+        following = _continuation(answer, "NextTableName")
+        if not following:
+            return
+
+
+def _continuation(answer: Answer, *names: str) -> dict[str, str]:
+    """Where the next page starts (the query parameters), or nothing after the last page."""
+    found = {name: answer.headers.get(f"x-ms-continuation-{name}") for name in names}
+    return {name: value for name, value in found.items() if value is not None}
 
 
 def _shows(stored: Row, entity: Entity, mode: UpdateMode) -> bool:

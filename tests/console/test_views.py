@@ -130,6 +130,22 @@ def test_trouble_is_named_a_failing_run_a_retry_a_fault_and_a_late_job() -> None
     assert counted["trouble"] == {"faulted": 0, "retrying": 0, "failing": 1, "late": 1}
 
 
+@pytest.mark.parametrize("state", ["Suspended", "Disabled"])
+def test_a_job_whose_collection_is_off_waits_and_is_not_late(state: str) -> None:
+    """Nothing runs in such a collection (its jobs' attempts are parked), so a job past its
+    next run is waiting for the collection, not late; a failed attempt still shows."""
+    late = stored_job("stuck", http_job(startTime="2026-12-01T07:55:00Z", recurrence=EVERY_SIX_HOURS),
+                      defined_at=utc("2026-12-01T07:00:00Z"))  # fmt: skip
+    body = {"location": "West Europe", "properties": {"sku": {"name": "Standard"}, "state": state}}
+    off = StoredCollection(COLLECTION, decode_collection(body), "etag")
+    assert trouble(late, NOW, collection_runs=False) == []
+    assert job_row(late, NOW, collection_runs=False)["trouble"] == []
+    assert job_detail(late, NOW, collection_runs=False)["trouble"] == []
+    failing = failed_once(late, utc("2026-12-01T07:55:01Z"))
+    assert collection_view(off, [late, failing], NOW)["trouble"]["late"] == 0
+    assert trouble(failing, NOW, collection_runs=False) == ["retrying"]
+
+
 def test_a_job_in_a_time_zone_names_it_for_local_times() -> None:
     berlin = {"frequency": "day", "timeZone": "W. Europe Standard Time"}
     row = job_row(stored_job("local", http_job(recurrence=berlin)), NOW)

@@ -139,6 +139,17 @@ def job_body(hours_later: int = 0) -> dict[str, Any]:
     }
 
 
+def test_an_instance_starting_on_storage_set_up_before_asks_once_for_its_tables(
+    storage: str, recorded: tuple[Services, Requests]
+) -> None:
+    """One query finds the tables there (not a create of each, refused); the queue's create is
+    answered 204 where it exists, so it stays."""
+    requests = recorded[1]
+    before = requests.count
+    recording_services(storage, requests).close()
+    assert requests.of_this_thread(before) == ["GET Tables", f"PUT {DUE_TABLE}"]
+
+
 def test_what_a_create_a_replace_and_a_put_of_the_same_definition_send(
     recorded: tuple[Services, Requests],
 ) -> None:

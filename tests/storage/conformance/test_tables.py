@@ -19,6 +19,7 @@ from shared.storage.due_index import BUCKET, DueIndex, bucket_of, partitions_of,
 from shared.storage.memory_tables import MemoryTables
 from shared.storage.role_assignments import Assignment, RoleAssignments
 from shared.storage.table_http import TableServiceLike
+from shared.storage.table_store import create_tables
 
 START = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
@@ -143,3 +144,16 @@ def test_a_query_the_memory_table_does_not_know_is_refused() -> None:
                 "PartitionKey eq 'literal' or RowKey gt @low", parameters={"low": ""}
             )
         )
+
+
+def test_creating_tables_makes_those_missing_and_a_query_finds_them(
+    tables: TableServiceLike,
+) -> None:
+    there, missing, never = table_name(), table_name(), table_name()
+    tables.create_table(there)
+    create_tables(tables, [there, missing])
+    names = {"a": there, "b": missing, "c": never}
+    found = tables.query_tables("TableName eq @a or TableName eq @b or TableName eq @c",
+                                parameters=names)  # fmt: skip
+    assert sorted(table.name for table in found) == sorted([there, missing])
+    assert list(tables.query_tables("TableName eq @c", parameters=names)) == []
