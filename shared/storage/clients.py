@@ -70,10 +70,15 @@ class TableAccount:
         return table
 
     def query_tables(
-        self, query_filter: str, *, parameters: Mapping[str, EntityValue] | None = None
+        self,
+        query_filter: str,
+        *,
+        parameters: Mapping[str, EntityValue] | None = None,
+        results_per_page: int | None = None,
     ) -> Iterator[ListedTable]:
         """The account's tables that match (`@name` in the filter stands for a parameter)."""
-        return listed_tables(self._endpoint, substituted(query_filter, parameters))
+        query = substituted(query_filter, parameters)
+        return listed_tables(self._endpoint, query, results_per_page)
 
 
 def table_service(

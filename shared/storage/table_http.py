@@ -350,11 +350,14 @@ class TableHttp:
         return self._endpoint.send(method, path, **options)
 
 
-def listed_tables(endpoint: StorageEndpoint, query_filter: str) -> Iterator[ListedTable]:
+def listed_tables(
+    endpoint: StorageEndpoint, query_filter: str, per_page: int | None = None
+) -> Iterator[ListedTable]:
     """The account's tables that match the filter, a page at a time (Query Tables)."""
     path, following = endpoint.path("Tables"), dict[str, str]()
+    asked = {"$filter": query_filter} | ({"$top": str(per_page)} if per_page else {})
     while True:
-        query = urlencode({"$filter": query_filter, **following}, quote_via=quote, safe=",$")
+        query = urlencode({**asked, **following}, quote_via=quote, safe=",$")
         answer = endpoint.send("GET", path, query=query, headers=dict(_TABLE_HEADERS))
         raise_for(answer)
         for table in json.loads(answer.body)["value"]:
