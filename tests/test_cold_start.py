@@ -150,8 +150,6 @@ def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [201, 201, 200, False], done.stdout
 
 
-# The SDKs' first client in a process runs `uname -p` (platform.processor, for its user agent).
-@pytest.mark.services
 @pytest.mark.parametrize(
     "connection",
     [
