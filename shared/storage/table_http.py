@@ -150,16 +150,8 @@ class TableHttp:
         if per_page:
             asked["$top"] = str(per_page)
         path = self._endpoint.path(f"{quote(self.table_name)}()")
-        following: dict[str, str] = {}
-        while True:
-            query = urlencode({**asked, **following}, quote_via=quote, safe=",$")
-            answer = self._send("GET", path, query=query)
-            raise_for(answer)
-            for properties in json.loads(answer.body)["value"]:
-                yield row_from_json(properties)
-            following = _continuation(answer, "NextPartitionKey", "NextRowKey")
-            if not following:
-                return
+        found = _query(self._endpoint, path, asked, "NextPartitionKey", "NextRowKey")
+        return (row_from_json(properties) for properties in found)
 
     # --- writes ------------------------------------------------------------------------
 
@@ -354,23 +346,27 @@ def listed_tables(
     endpoint: StorageEndpoint, query_filter: str, per_page: int | None = None
 ) -> Iterator[ListedTable]:
     """The account's tables that match the filter, a page at a time (Query Tables)."""
-    path, following = endpoint.path("Tables"), dict[str, str]()
     asked = {"$filter": query_filter} | ({"$top": str(per_page)} if per_page else {})
+    found = _query(endpoint, endpoint.path("Tables"), asked, "NextTableName")
+    return (ListedTable(table["TableName"]) for table in found)
+
+
+def _query(
+    endpoint: StorageEndpoint, path: str, asked: Mapping[str, str], *continued_by: str
+) -> Iterator[dict[str, EntityValue]]:
+    """What a query answers (its `value`), a page at a time as it is read: each next page is
+    asked for where the last one ended, which the answer's `x-ms-continuation-<name>` headers
+    say for each of `continued_by`, until an answer has none."""
+    following: dict[str, str] = {}
     while True:
         query = urlencode({**asked, **following}, quote_via=quote, safe=",$")
         answer = endpoint.send("GET", path, query=query, headers=dict(_TABLE_HEADERS))
         raise_for(answer)
-        for table in json.loads(answer.body)["value"]:
-            yield ListedTable(table["TableName"])
-        following = _continuation(answer, "NextTableName")
+        yield from json.loads(answer.body)["value"]
+        headers = {name: answer.headers.get(f"x-ms-continuation-{name}") for name in continued_by}
+        following = {name: value for name, value in headers.items() if value is not None}
         if not following:
             return
-
-
-def _continuation(answer: Answer, *names: str) -> dict[str, str]:
-    """Where the next page starts (the query parameters), or nothing after the last page."""
-    found = {name: answer.headers.get(f"x-ms-continuation-{name}") for name in names}
-    return {name: value for name, value in found.items() if value is not None}
 
 
 def _shows(stored: Row, entity: Entity, mode: UpdateMode) -> bool:
