@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from azure.core.exceptions import ResourceExistsError
-from azure.data.tables import UpdateMode
 
 from shared.domain.wire import JsonObject, parse_iso, ticks
 from shared.storage.batches import submit_batches
 from shared.storage.table_http import TableLike, TableServiceLike
+from shared.storage.table_terms import UpdateMode
 
 ACTIVITY_TABLE = "activitylog"
 # Events are written behind the answer: those of a request wait at most this long, gathered

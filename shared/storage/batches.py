@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
 from azure.core import MatchConditions
-from azure.data.tables import UpdateMode
 
 from shared.storage.table_entities import Row
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import UpdateMode
 
 LARGEST_BATCH = 100
 LARGEST_QUERY_PAGE = 1000  # rows a table query answers at most at once

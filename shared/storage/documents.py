@@ -20,7 +20,6 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import UpdateMode
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CloudServiceId, CollectionId, JobId
@@ -30,6 +29,7 @@ from shared.storage.concurrency import optimistic_attempts
 from shared.storage.counter_rows import Counter
 from shared.storage.errors import EtagMismatch, ModifiedConcurrently
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import UpdateMode
 
 # The collections table's columns that tell a collection's creations apart (Stored.incarnation)
 # and the versions of its terms for jobs (Stored.version).

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
 
 from shared.domain.attempts import Delivery
 from shared.domain.wire import EPOCH, iso, parse_iso, ticks
@@ -26,6 +25,7 @@ from shared.storage.group_commit import GroupCommit
 from shared.storage.job_codec import decode_delivery, encode_delivery
 from shared.storage.keys import job_row, jobs_partition
 from shared.storage.table_http import TableLike, TableServiceLike
+from shared.storage.table_terms import UpdateMode
 
 DUE_TABLE = "dueattempts"
 BUCKET = timedelta(minutes=5)

@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.history import HistoryEntry
 from shared.domain.ids import CollectionId
@@ -25,6 +24,7 @@ from shared.storage.job_codec import decode_job
 from shared.storage.job_rows import claim_column, job_id_of, replacement
 from shared.storage.keys import COLLECTION_GATE, jobs_partition
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import UpdateMode, transaction_failures
 
 
 class ExecutorRecords:
@@ -69,7 +69,7 @@ class ExecutorRecords:
         operations += [("upsert", history_entity(stored.id, *entry)) for entry in newest]
         try:
             written = self._table.submit_transaction(operations)
-        except TableTransactionError:
+        except transaction_failures():
             return None
         return Stored(stored.id, document, written[0]["etag"], stored.incarnation)
 
@@ -87,7 +87,7 @@ class ExecutorRecords:
             ]
             try:
                 results = self._table.submit_transaction(operations)
-            except TableTransactionError as failed:
+            except transaction_failures() as failed:
                 if failed.status_code not in RACES_LOST:
                     raise
                 # The operation that failed, where the service names it (else the first): one
@@ -135,7 +135,7 @@ class ExecutorRecords:
         when one of them changed (or went) since it was read, and its batch was not written."""
         try:
             submit_batches(self._table, (replacement(stored) for stored in jobs))
-        except TableTransactionError as failed:
+        except transaction_failures() as failed:
             if failed.status_code in RACES_LOST:
                 raise ModifiedConcurrently("job") from failed
             raise

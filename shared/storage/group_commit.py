@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from azure.data.tables import TableTransactionError
-
 from shared.storage.batches import LARGEST_BATCH
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import transaction_failures
 
 # An operation as a batch takes it: ("upsert" | "create", entity[, options]).
 Operation = tuple[Any, ...]
@@ -76,7 +75,7 @@ class GroupCommit:
                     answers = self._table.submit_transaction([w.operation for w in batch])
                     for writer, answer in zip(batch, answers, strict=True):
                         writer.outcome = answer
-                except TableTransactionError:
+                except transaction_failures():
                     for writer in batch:  # one row refused: each answers for its own
                         _write_alone(self._table, writer)
         except BaseException as failure:  # unreachable storage: every writer of the round

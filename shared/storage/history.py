@@ -12,7 +12,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import TableTransactionError
 
 from shared.domain.history import HistoryEntry, HistoryProperties
 from shared.domain.ids import JobId
@@ -22,6 +21,7 @@ from shared.storage.batches import LARGEST_BATCH, LARGEST_QUERY_PAGE, submit_bat
 from shared.storage.documents import PageBounds, as_json
 from shared.storage.keys import history_range, jobs_partition
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import transaction_failures
 
 
 class History:
@@ -107,7 +107,7 @@ class History:
                 self._table.submit_transaction(
                     [("delete", {"PartitionKey": partition, "RowKey": key}) for key in batch]
                 )
-            except TableTransactionError as failed:
+            except transaction_failures() as failed:
                 if failed.status_code != 404:
                     raise
                 # One of them was gone already, and a batch is all or nothing: one at a time.

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.data.tables import TableTransactionError
 
 from shared.domain.collection_document import CollectionDocument
 from shared.domain.ids import CollectionId
@@ -47,6 +46,7 @@ from shared.storage.keys import (
     table_key,
 )
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import transaction_failures
 
 COLLECTIONS_TABLE = "jobcollections"
 # How long job writes take a collection as last read or written before reading it again. Each
@@ -243,7 +243,7 @@ class Collections:
                         if entity["RowKey"] not in keep
                     ),
                 )
-            except TableTransactionError as failed:
+            except transaction_failures() as failed:
                 if failed.status_code != 404:  # a row went meanwhile (a job withdrawn): again
                     raise
                 continue

@@ -19,7 +19,6 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.batches import unchanged_since, update_if_unchanged
 from shared.storage.concurrency import CONTENDED_WRITE_ATTEMPTS, optimistic_attempts
@@ -37,6 +36,7 @@ from shared.storage.counter_rows import (
 from shared.storage.errors import ModifiedConcurrently, QuotaExceeded, StorageError
 from shared.storage.keys import AFTER_COUNTERS, COUNTER_PREFIX, HISTORY_MARK
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import UpdateMode, transaction_failures
 
 # A new job is counted first and inserted second (two single-entity writes: a batch costs three
 # times the CPU of either, the multipart body). A crash in between leaves the count one too high,
@@ -178,7 +178,7 @@ class JobCounting:
             else:
                 mode = update_if_unchanged(counter.etag)
                 changes.append(("update", entity, mode))
-        with contextlib.suppress(TableTransactionError):
+        with contextlib.suppress(*transaction_failures()):
             self._table.submit_transaction(changes)
 
     def _give_back_spares(self) -> None:
@@ -249,7 +249,7 @@ class JobCounting:
             return False
         try:
             self._table.submit_transaction(corrections)
-        except TableTransactionError:
+        except transaction_failures():
             return False  # a counter row changed meanwhile: it was not quiet after all
         return True
 

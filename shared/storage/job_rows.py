@@ -7,14 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
-from azure.data.tables import UpdateMode
-
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_document import JobDocument
 from shared.storage.batches import ConditionalUpdate, update_if_unchanged
 from shared.storage.documents import StoredCollection, StoredJob, as_json
 from shared.storage.job_codec import encode_job
 from shared.storage.keys import incarnation_row, job_row, jobs_partition
+from shared.storage.table_terms import UpdateMode
 
 
 class JobColumns(TypedDict):

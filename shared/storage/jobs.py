@@ -19,7 +19,6 @@ from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
 )
-from azure.data.tables import TableTransactionError
 
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import JobState
@@ -71,6 +70,7 @@ from shared.storage.keys import (
     jobs_partition,
 )
 from shared.storage.table_http import TableLike
+from shared.storage.table_terms import transaction_failures
 
 JOBS_TABLE = "jobs"
 _RUN_NOWS = "RunNowsInFlight"
@@ -159,7 +159,7 @@ class Jobs:
             written = self._jobs.table.submit_transaction(
                 [replacement(Stored(stored.id, document, stored.etag)), gate_write]
             )
-        except TableTransactionError as failed:
+        except transaction_failures() as failed:
             # 409: the gate row that was not there when counted has been created since.
             if failed.status_code in RACES_LOST or failed.status_code == 409:
                 return None
@@ -315,7 +315,7 @@ class Jobs:
             written = self._jobs.table.submit_transaction(
                 [("create", inserted), mark_rewrite(within)]
             )
-        except TableTransactionError as failed:
+        except transaction_failures() as failed:
             if failed.status_code == 409:
                 raise ResourceExistsError(message=str(failed)) from failed
             if failed.status_code != 404:
@@ -344,7 +344,7 @@ class Jobs:
             written = self._jobs.table.submit_transaction(
                 [("update", entity, condition), mark_rewrite(within)]
             )
-        except TableTransactionError as failed:
+        except transaction_failures() as failed:
             if failed.status_code == 412:
                 raise ChangedSinceRead(job) from None
             if failed.status_code != 404:
@@ -430,7 +430,7 @@ class Jobs:
                         lowered,
                     ]
                 )
-            except TableTransactionError:
+            except transaction_failures():
                 self._counting.rows.forget(partition)
                 continue
             self._counting.rows.note(

@@ -29,7 +29,6 @@ from azure.core.exceptions import (
     ResourceModifiedError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.wire import EntityValue, SdkAnswer
 from shared.storage.storage_http import (
@@ -39,7 +38,6 @@ from shared.storage.storage_http import (
     StorageEndpoint,
     error_message,
     raise_for,
-    with_status,
 )
 from shared.storage.table_entities import (
     Entity,
@@ -49,6 +47,7 @@ from shared.storage.table_entities import (
     row_from_json,
     substituted,
 )
+from shared.storage.table_terms import TransactionFailed, UpdateMode
 
 JSON_MINIMAL = "application/json;odata=minimalmetadata"
 # Sent with every Table request: the OData protocol version, and the answers' format.
@@ -265,12 +264,12 @@ class TableHttp:
                 for stored in self._stored_all(operations)
             ]
         if answer.status != 202:
-            raise with_status(TableTransactionError(message=error_message(answer)), answer.status)
+            raise TransactionFailed(error_message(answer), answer.status)
         results = _part_answers(answer.body)
         for status, _, part_body in results:
             if not 200 <= status < 300:
                 failed = Answer(status, {}, part_body)
-                raise with_status(TableTransactionError(message=_plain(failed)), status)
+                raise TransactionFailed(_plain(failed), status)
         if len(results) != len(operations):
             raise HttpResponseError(
                 message=f"a batch of {len(operations)} got {len(results)} answers"

@@ -17,6 +17,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.data.tables import TableServiceClient, UpdateMode
 
 from shared.storage.clients import tables_from_connection_string
+from shared.storage.table_terms import transaction_failures
 
 TABLE = "conformance"
 KEYS = {
@@ -43,9 +44,12 @@ def clients(storage: str) -> dict[str, Any]:
 
 
 def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
-    """What a call gave, comparable across clients: its value, or its error's type and status."""
+    """What a call gave, comparable across clients: its value, or its error's type and status
+    (for a refused batch, the status and the failed operation's index, which the store reads)."""
     try:
         return ("ok", plain(call()))
+    except transaction_failures() as error:
+        return ("batch refused", error.status_code, error.index)
     except HttpResponseError as error:
         return ("error", type(error).__name__, error.status_code)
     except Exception as error:  # a client's own failure (the SDK's reading of an answer)
