@@ -18,19 +18,25 @@ first sample, as for an instance that starts in a deployment that already serves
 
 `--base <commit>` checks the commit out into a temporary worktree (as `bench.ab` does) and runs
 the samples alternately on it and on this tree, so that a shared machine's drift falls on both
-alike; the same driver (this file's `SAMPLE`) runs in both trees, with the same Python. The
-report also lists `python -X importtime -c "import function_app"`'s slowest entries
-(cumulative) for each tree. Run `python -m bench.coldstart [--runs N] [--base COMMIT]` on Python
-3.13 (where azure-functions-runtime is installed); the report goes to bench/results/coldstart.md.
+alike; the same driver (this file's `SAMPLE`) runs in both trees, with the same Python.
+`--floor` adds a third tree taking its turn: this tree's local host and `shared/` beside a
+function_app whose two functions do nothing (`FLOOR_APP`). It measures what no change of the
+app can take off (the interpreter, the local host's worker as it imports, the runtime library
+and azure-functions), against the same base. The report also lists `python -X importtime -c
+"import function_app"`'s slowest entries (cumulative) for the base and this tree. Run
+`python -m bench.coldstart [--runs N] [--base COMMIT] [--floor]` on Python 3.13 (where
+azure-functions-runtime is installed); the report goes to bench/results/coldstart.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,6 +92,28 @@ else:
 print(json.dumps({"at": time.time(), "cpu": time.process_time(), "outcome": outcome}))
 sys.stdout.flush()
 os._exit(0)  # what a process costs to end is not the start's
+"""
+
+
+# The floor's app: the two functions the samples call, under the same names and triggers, doing
+# nothing (the delivery's message is read by no one, and no target is called).
+FLOOR_APP = """
+import azure.functions as func
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+COLLECTION = ("subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/"
+              "Microsoft.Scheduler/jobCollections/{jobCollectionName}")
+
+
+@app.function_name("get_job_collection")
+@app.route(route=COLLECTION, methods=["GET"])
+def get_job_collection(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(status_code=200)
+
+
+@app.queue_trigger(arg_name="message", queue_name="executions", connection="AzureWebJobsStorage")
+async def executor(message: func.QueueMessage) -> None:
+    pass
 """
 
 
@@ -248,7 +276,7 @@ def measure(
             found[name]["request"].append(sample(tree, env, "request", f"run-{number}"))
             calls = _Target.calls
             found[name]["delivery"].append(sample(tree, env, "delivery", deployment.due_message()))
-            if _Target.calls != calls + 1:
+            if name != "floor" and _Target.calls != calls + 1:
                 raise RuntimeError(f"a delivery on {name} called the target {_Target.calls - calls}"
                                    " times, not once")  # fmt: skip
         print(f"{datetime.now(UTC):%H:%M:%S} run {number + 1} of {runs}", flush=True)
@@ -270,7 +298,8 @@ def report(
         "# A cold start: to the first answered request and the first delivery",
         "",
         f"Measured by `python -m bench.coldstart --runs {runs}"
-        + (f" --base {commits['base']}`" if "base" in found else "`")
+        + (f" --base {commits['base']}" if "base" in found else "")
+        + (" --floor`" if "floor" in found else "`")
         + f" on {machine()}, finished {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (load average"
         f" {os.getloadavg()[0]:.1f} at the end; other work may have shared the cores).",
         "Each sample is a fresh process: `devhost.worker`'s import, the app indexed through the",
@@ -304,11 +333,22 @@ def report(
                 if field == "wall_s":
                     verdict = f"≤ {TARGET:g}: {'met' if median <= TARGET else 'missed'} (median)"
                 lines.append(f"| first {kind}, {label} | {Spread.of(ratios)} | {verdict} |")
-    for name in names:
+    if "base" in found and "floor" in found:
+        lines += ["", "The floor (the app's two functions doing nothing) over base, per run: what"
+                  " no change of the app can take off; the target leaves the app the rest:", "",
+                  "| measure | ratio floor / base | left to the app under the target |",
+                  "|---|---:|---:|"]  # fmt: skip
+        for kind in ("request", "delivery"):
+            ratios = paired_ratios([each.wall_s for each in found["base"][kind]],
+                                   [each.wall_s for each in found["floor"][kind]])  # fmt: skip
+            left = TARGET - statistics.median(ratios)
+            lines.append(f"| first {kind}, wall | {Spread.of(ratios)} | {left:.2f} of base,"
+                         f" {left * _median(found['base'][kind], 'wall_s'):.0f} ms |")  # fmt: skip
+    for name, slowest in imports.items():
         lines += ["", f"`python -X importtime -c \"import function_app\"` on {name}, the"
                   f" {IMPORT_ENTRIES} slowest (cumulative ms, nesting shown by indent):", "",
                   "```"]  # fmt: skip
-        lines += [f"{ms:8.1f}  {module}" for ms, module in imports[name]]
+        lines += [f"{ms:8.1f}  {module}" for ms, module in slowest]
         lines.append("```")
     return "\n".join(lines) + "\n"
 
@@ -317,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.coldstart", description=__doc__)
     parser.add_argument("--runs", type=int, default=RUNS, help="fresh processes of each kind")
     parser.add_argument("--base", help="a commit to compare against, back to back")
+    parser.add_argument("--floor", action="store_true",
+                        help="also a tree whose app does nothing, taking its turn")  # fmt: skip
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
     options = parser.parse_args(argv)
     from devhost.runtime import runtime_installed  # noqa: PLC0415
@@ -332,11 +374,13 @@ def main(argv: list[str] | None = None) -> int:
         storage = emulator.connection_string
         deployment = Deployment(storage, f"http://127.0.0.1:{target.server_address[1]}/hook")
         env = environment(storage)
-        with _trees(options.base) as trees:
-            commits = {name: commit_of(tree) for name, tree in trees}
+        with _trees(options.base, floor=options.floor) as trees:
+            commits = {name: commit_of(tree) for name, tree in trees if name != "floor"}
+            if options.floor:
+                commits["floor"] = f"an app doing nothing, {commits['work']}'s host"
             for _, tree in trees:
                 compiled(tree)
-            imports = {name: import_times(tree, env) for name, tree in trees}
+            imports = {name: import_times(tree, env) for name, tree in trees if name != "floor"}
             found = measure(trees, options.runs, deployment, env)
         deployment.services.close()
     finally:
@@ -349,12 +393,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextmanager
-def _trees(base: str | None) -> Iterator[list[tuple[str, Path]]]:
-    if base is None:
-        yield [("work", ROOT)]
-        return
-    with checked_out(base) as checkout:
-        yield [("base", checkout), ("work", ROOT)]
+def floor_tree() -> Iterator[Path]:
+    """This tree's local host and `shared/` (which the worker imports) beside FLOOR_APP."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-coldstart-floor-"))
+    try:
+        for part in ("devhost", "shared"):
+            shutil.copytree(ROOT / part, folder / part,
+                            ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        shutil.copy(ROOT / "host.json", folder)
+        (folder / "function_app.py").write_text(FLOOR_APP)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def _trees(base: str | None, *, floor: bool) -> Iterator[list[tuple[str, Path]]]:
+    with contextlib.ExitStack() as stack:
+        trees = [("work", ROOT)]
+        if base is not None:
+            trees.insert(0, ("base", stack.enter_context(checked_out(base))))
+        if floor:
+            trees.append(("floor", stack.enter_context(floor_tree())))
+        yield trees
 
 
 if __name__ == "__main__":
