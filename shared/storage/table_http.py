@@ -246,7 +246,7 @@ class TableHttp:
 
     def submit_transaction(self, given: Iterable[Sequence[object]]) -> list[WriteMetadata]:
         """Run operations on one partition as one transaction: each one's metadata (etag), or
-        TableTransactionError (`status_code`, and `index`, the operation that failed)."""
+        TransactionFailed (`status_code`, and `index`, the operation that failed)."""
         operations = [_operation(operation) for operation in given]
         if not operations:
             return []
@@ -458,7 +458,7 @@ def _part_answers(body: bytes) -> list[tuple[int, dict[str, str], bytes]]:
 def _plain(answer: Answer) -> str:
     """A failed part's message as the SDK gives it: the service's text, which starts with the
     failed operation's index (`1:The update condition specified in the request was not
-    satisfied.`), so that TableTransactionError reads its `index` from it."""
+    satisfied.`), so that TransactionFailed reads its `index` from it."""
     try:
         return str(json.loads(answer.body)["odata.error"]["message"]["value"])
     except (ValueError, KeyError, TypeError):
