@@ -43,9 +43,9 @@ def transaction_failures() -> tuple[type[TransactionFailed], ...]:
     """What a refused batch raises, for an `except` clause (which evaluates it only when an
     exception reaches it): TransactionFailed, and the SDK's TableTransactionError once the SDK
     is loaded. It is looked up, not imported: before it is loaded, no SDK client can have
-    raised it."""
-    sdk = sys.modules.get("azure.data.tables")
-    if sdk is None:
+    raised it (nor while another thread is still importing it)."""
+    sdk_error = getattr(sys.modules.get("azure.data.tables"), "TableTransactionError", None)
+    if sdk_error is None:
         return (TransactionFailed,)
     # The SDK's class has the same `status_code` and `index`, which is all the store reads.
-    return (TransactionFailed, cast("type[TransactionFailed]", sdk.TableTransactionError))
+    return (TransactionFailed, cast("type[TransactionFailed]", sdk_error))
