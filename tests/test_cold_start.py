@@ -24,6 +24,7 @@ from devhost import azurite
 from shared.actions import Performed
 from shared.actions.deferred import BuiltOnFirstUse
 from shared.api.routes import CLASSIC_ROUTES, ROUTES, OnFirstRequest
+from shared.console.routes import ROUTES as CONSOLE_ROUTES
 from shared.storage.clients import queue_service
 from shared.storage.connection_strings import service_address
 
@@ -51,6 +52,13 @@ LAZY = {
     "requests": "an SDK client built, or the own storage client's first request where the "
     "environment names a proxy",
     "azure.data.tables": "the SDK's table clients built (the `sdk` storage setting)",
+    "shared.api.arm": "the first API request",
+    "shared.api.access": "the first API request",
+    "shared.api.health": "the first /health request",
+    "shared.console.pages": "the console's first read or file",
+    "shared.execution.composition": "the first write, tick or delivery (the execution side)",
+    "shared.execution.scheduling": "the first write",
+    "shared.execution.worker": "the first delivery",
 }
 KEY = azurite.ACCOUNT_KEY
 
@@ -80,14 +88,11 @@ def test_the_check_sees_a_module_that_is_imported() -> None:
     assert loaded_after("import function_app, httpx", env) == {"httpx"}
 
 
-def test_each_operation_imported_on_first_request_names_a_function_of_its_module() -> None:
-    operations = {route.name: route.operation for route in [*ROUTES, *CLASSIC_ROUTES]}
-    direct = {name for name, operation in operations.items()
-              if not isinstance(operation, OnFirstRequest)}  # fmt: skip
-    assert direct == {"list_activity_log"}  # its module is imported anyway: every request logs
-    for name, operation in operations.items():
-        if isinstance(operation, OnFirstRequest):
-            assert callable(operation.resolved()), name
+def test_each_operation_is_imported_on_first_request_and_names_a_function_of_its_module() -> None:
+    routes = [*ROUTES, *CLASSIC_ROUTES, *CONSOLE_ROUTES]
+    assert [route.name for route in routes if not isinstance(route.operation, OnFirstRequest)] == []
+    for route in routes:
+        assert callable(route.operation.resolved()), route.name  # type: ignore[attr-defined]
 
 
 # A fresh process on a fresh Azurite: its first requests create the tables and the queue they
@@ -120,6 +125,8 @@ tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
 job = {"properties": {"startTime": tomorrow, "action": {"type": "Http",
        "request": {"uri": "https://example.org/", "method": "GET"}}}}
 print(json.dumps([
+    call("get_job_collection", "GET", collection, route),  # none yet: a 404
+    "shared.execution.composition" in sys.modules,  # a read builds no execution side
     call("put_job_collection", "PUT", collection, route,
          {"location": "westeurope", "properties": {"sku": {"name": "Standard"}}}),
     call("put_job", "PUT", f"{collection}/jobs/one", route | {"jobName": "one"}, job),
@@ -149,7 +156,7 @@ def test_a_fresh_process_on_a_fresh_deployment_answers_its_first_calls() -> None
     finally:
         emulator.stop()
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [201, 201, 200, False, False], done.stdout
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [404, False, 201, 201, 200, False, False], done.stdout
 
 
 @pytest.mark.parametrize(

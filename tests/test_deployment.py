@@ -16,7 +16,7 @@ import tree_sitter_bicep
 from tree_sitter import Language, Node, Parser
 
 from shared.api.routes import CLASSIC_ROUTES, ROUTES
-from shared.console.pages import ROUTES as CONSOLE_ROUTES
+from shared.console.routes import ROUTES as CONSOLE_ROUTES
 from shared.settings import (
     EVERY_SETTING,
     STORAGE,

@@ -1,6 +1,7 @@
 """The layers of `shared/`: each imports only the layers below it, and the domain is pure.
 
-Lowest first: `domain` (pure: no clock, no I/O; `now` is passed in), `settings`, the SDK clients'
+Lowest first: `domain` (pure: no clock, no I/O; `now` is passed in), `settings` (with `logs` and
+`once`, a value built on first use, beside it), the SDK clients'
 `transport` (which reads what requests would from the environment through settings), then `storage`,
 `actions` and `telemetry` side by side, `execution`, `services` (the composition root), `api`, and the web
 `console` on top of the API. Loading a
@@ -17,7 +18,7 @@ import pytest
 
 SHARED = Path(__file__).parent.parent / "shared"
 DOMAIN = sorted(str(path.relative_to(SHARED)) for path in (SHARED / "domain").rglob("*.py"))
-LAYERS = {"domain": 0, "settings": 1, "logs": 1, "transport": 2, "storage": 3, "actions": 3, "telemetry": 3, "execution": 4, "services": 5, "api": 6, "console": 7}
+LAYERS = {"domain": 0, "settings": 1, "logs": 1, "once": 1, "transport": 2, "storage": 3, "actions": 3, "telemetry": 3, "execution": 4, "services": 5, "api": 6, "console": 7}
 CLOCK_METHODS = {"now", "utcnow", "today", "time_ns", "monotonic", "perf_counter", "sleep"}
 IO_FUNCTIONS = {"open", "print", "input", "urlopen", "getenv"}
 PURE_PARTS = {"urllib.parse"}  # string handling only

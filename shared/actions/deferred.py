@@ -8,22 +8,20 @@ which imports and builds the real performer on its first `perform`.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from shared.actions import ActionPerformer, Performed
 from shared.domain.attempts import Attempt
 from shared.domain.ids import JobId
 from shared.domain.job_definition import ErrorAction
+from shared.once import Once
 
 
 class BuiltOnFirstUse:
     """The performer `build` makes, made once, on the first action (an ActionPerformer)."""
 
     def __init__(self, build: Callable[[], ActionPerformer]) -> None:
-        self._build = build
-        self._built: ActionPerformer | None = None
-        self._building = threading.Lock()
+        self._performer = Once(build)
 
     def perform(
         self, action: ErrorAction, job: JobId, attempt: Attempt, region: str = ""
@@ -32,14 +30,5 @@ class BuiltOnFirstUse:
 
     def close(self) -> None:
         """Close the performer's connections, if it was ever built."""
-        if self._built is not None:
-            self._built.close()
-
-    def _performer(self) -> ActionPerformer:
-        built = self._built
-        if built is None:
-            with self._building:  # the executor's threads may bring the first actions at once
-                if self._built is None:
-                    self._built = self._build()
-                built = self._built
-        return built
+        if (built := self._performer.built) is not None:
+            built.close()

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shared.api import activity
-from shared.api.arm import ApiRequest, ApiResponse, Operation
 from shared.domain.ids import PROVIDER
 
 if TYPE_CHECKING:
+    from shared.api.arm import ApiRequest, ApiResponse, Operation
     from shared.services import Services
 
 SUBSCRIPTION = "subscriptions/{subscriptionId}"
@@ -46,33 +45,31 @@ class Route:
 
 @dataclass(frozen=True)
 class OnFirstRequest:
-    """The operation `name` of the module `shared.api.<module>`, imported on its first request.
+    """The operation `name` of the module `module`, imported on its first request.
 
     A cold start imports only what every invocation needs (issue 49): an instance that only
     delivers never loads the operations and the models behind them, and one that serves loads
     those of the routes it is asked for. The template operations are the largest (with the
-    expression grammar, lark and the planner behind them, a fifth of a cold start's imports);
-    the activity log's is imported anyway, as every request records to it (shared/api/access.py).
+    expression grammar, lark and the planner behind them, a fifth of a cold start's imports).
     """
 
     module: str
     name: str
 
     def resolved(self) -> Operation:
-        operation: Operation = getattr(
-            importlib.import_module(f"shared.api.{self.module}"), self.name
-        )
+        operation: Operation = getattr(importlib.import_module(self.module), self.name)
         return operation
 
     def __call__(self, request: ApiRequest, services: Services) -> ApiResponse:
         return self.resolved()(request, services)
 
 
-_collections = functools.partial(OnFirstRequest, "collection_operations")
-_jobs = functools.partial(OnFirstRequest, "job_operations")
-_templates = functools.partial(OnFirstRequest, "template_operations")
-_assignments = functools.partial(OnFirstRequest, "role_assignment_operations")
-_classic = functools.partial(OnFirstRequest, "classic.operations")
+_collections = functools.partial(OnFirstRequest, "shared.api.collection_operations")
+_jobs = functools.partial(OnFirstRequest, "shared.api.job_operations")
+_templates = functools.partial(OnFirstRequest, "shared.api.template_operations")
+_activity = functools.partial(OnFirstRequest, "shared.api.activity")
+_assignments = functools.partial(OnFirstRequest, "shared.api.role_assignment_operations")
+_classic = functools.partial(OnFirstRequest, "shared.api.classic.operations")
 
 
 _COLLECTION_BODY, _JOB_BODY = "CollectionBody", "JobBody"
@@ -126,7 +123,7 @@ ROUTES = [
           _templates("export_collection"), answers={"200": "ExportedTemplate"}),
     # Extensions: who did what (the activity log) and who may (docs/security.md).
     Route("list_activity_log", "GET", f"{SUBSCRIPTION_PROVIDER}/activityLog",
-          activity.list_activity_log, query=("$top", "$skiptoken", "$filter")),
+          _activity("list_activity_log"), query=("$top", "$skiptoken", "$filter")),
     Route("list_role_assignments", "GET", f"{SUBSCRIPTION_PROVIDER}/roleAssignments",
           _assignments("list_role_assignments")),
     Route("get_role_assignment", "GET", ROLE_ASSIGNMENT,

@@ -1,5 +1,6 @@
-"""The web console's HTTP side: its files (anonymous, nothing in them is secret) and the four
-reads it makes beside the management API (behind the function key, like the API).
+"""The web console's HTTP side: its files (anonymous, nothing in them is secret) and the
+reads it makes beside the management API (behind the function key, like the API; their routes
+are in shared/console/routes.py).
 
 The page changes things (creates and edits jobs and collections, runs now, enables, disables,
 deletes, previews a schedule) through the management API itself, so that it works against any
@@ -9,12 +10,11 @@ deployment exactly as a script would.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import azure.functions as func
 
-from shared.api.arm import ApiRequest, ApiResponse, Operation
+from shared.api.arm import ApiRequest, ApiResponse
 from shared.api.collection_operations import collection_id
 from shared.api.errors import ResourceNotFound
 from shared.api.health import CLAIM_OVERDUE, MOST_COUNTED
@@ -158,24 +158,3 @@ def show_me(request: ApiRequest, services: Services) -> ApiResponse:
             "grants": [{"role": grant.role.value, "scope": grant.scope} for grant in caller.grants],
         },
     )
-
-
-@dataclass(frozen=True)
-class ConsoleRoute:
-    """A read of the console's: GET, behind the function key, no api-version."""
-
-    name: str
-    template: str
-    operation: Operation
-
-
-COLLECTIONS = "console/api/collections"
-COLLECTION = f"{COLLECTIONS}/{{subscriptionId}}/{{resourceGroupName}}/{{jobCollectionName}}"
-ROUTES = [
-    ConsoleRoute("console_collections", COLLECTIONS, list_collections),
-    ConsoleRoute("console_collection", COLLECTION, show_collection),
-    ConsoleRoute("console_job", f"{COLLECTION}/jobs/{{jobName}}", show_job),
-    ConsoleRoute("console_attention", "console/api/attention", show_attention),
-    ConsoleRoute("console_me", "console/api/me", show_me),
-    ConsoleRoute("console_holidays", "console/api/holidays", list_holiday_calendars),
-]

@@ -25,7 +25,7 @@ from devhost import azurite
 from devhost.identity import mint, object_id_of, principal_headers
 from shared.api.access import ARM_ACTIONS, CLASSIC_ACTIONS, CONSOLE_ACTIONS
 from shared.api.routes import CLASSIC_ROUTES, ROUTES
-from shared.console.pages import ROUTES as CONSOLE_ROUTES
+from shared.console.routes import ROUTES as CONSOLE_ROUTES
 from shared.domain.access import Role
 from tests.conftest import API_VERSION, Service, identity_folder_of, launch_host
 from tests.devhost.test_identity import now_is_when_the_test_runs, refused_tokens  # noqa: F401 (its fixture dates the tokens)

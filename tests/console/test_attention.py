@@ -16,8 +16,8 @@ from azure.storage.queue import QueueClient
 
 from devhost import azurite
 from shared.api.arm import serve
-from shared.console import pages
 from shared.console.attention import MOST_LISTED, claim_list, poison_list, poison_view
+from shared.console.routes import ROUTES as CONSOLE_ROUTES
 from shared.domain.attempts import Attempt, Claim, Delivery, Pending
 from shared.domain.ids import CollectionId, JobId
 from shared.domain.job_definition import ActionName
@@ -205,7 +205,7 @@ def test_a_peek_of_the_poison_queue_undoes_the_hosts_base64_and_keeps_plain_text
 def console_read(name: str, services: Any) -> dict[str, Any]:
     """A console route's JSON, served as the function app serves it (no key: the host checks
     it before the app)."""
-    [route] = [route for route in pages.ROUTES if route.name == name]
+    [route] = [route for route in CONSOLE_ROUTES if route.name == name]
     request = func.HttpRequest("GET", f"http://127.0.0.1/{route.template}", body=b"")
     answer = serve(request, route.operation, lambda: services, versioned=False)
     assert answer.status_code == 200, answer.get_body()

@@ -110,8 +110,10 @@ def recorded(storage: str) -> Iterator[tuple[Services, Requests]]:
 
 @pytest.fixture
 def elsewhere(storage: str, recorded: tuple[Services, Requests]) -> Iterator[Services]:
-    """Another process's services, on the same storage (its requests recorded too)."""
+    """Another process's services, on the same storage (its requests recorded too), its
+    execution side built: the queue's create, once a process, is not a write's."""
     services = recording_services(storage, recorded[1])
+    services.dispatcher  # noqa: B018
     yield services
     services.close()
 
@@ -142,12 +144,16 @@ def job_body(hours_later: int = 0) -> dict[str, Any]:
 def test_an_instance_starting_on_storage_set_up_before_asks_once_for_its_tables(
     storage: str, recorded: tuple[Services, Requests]
 ) -> None:
-    """One query finds the tables there (not a create of each, refused); the queue's create is
-    answered 204 where it exists, so it stays."""
+    """One query finds the tables there (not a create of each, refused). The queue is created
+    with the execution side, on its first use, so an instance that only reads never sends it;
+    its create is answered 204 where it exists, so it stays."""
     requests = recorded[1]
     before = requests.count
-    recording_services(storage, requests).close()
+    services = recording_services(storage, requests)
+    assert requests.of_this_thread(before) == ["GET Tables"]
+    assert services.dispatcher is services.dispatcher  # built once, on first use
     assert requests.of_this_thread(before) == ["GET Tables", f"PUT {DUE_TABLE}"]
+    services.close()
 
 
 def test_what_a_create_a_replace_and_a_put_of_the_same_definition_send(
