@@ -23,9 +23,13 @@ alike; the same driver (this file's `SAMPLE`) runs in both trees, with the same 
 function_app whose two functions do nothing (`FLOOR_APP`). It measures what no change of the
 app can take off (the interpreter, the local host's worker as it imports, the runtime library
 and azure-functions), against the same base. The report also lists `python -X importtime -c
-"import function_app"`'s slowest entries (cumulative) for the base and this tree. Run
-`python -m bench.coldstart [--runs N] [--base COMMIT] [--floor]` on Python 3.13 (where
-azure-functions-runtime is installed); the report goes to bench/results/coldstart.md.
+"import function_app"`'s slowest entries (cumulative) for the base and this tree.
+`--python <interpreter>` runs the samples on another interpreter than this one: this one has
+the test venv's packages, among them httpx's command line's optional ones (click, rich,
+Pygments, brought by the test tools), which `import httpx` loads where they are installed; a
+venv of requirements.txt and devhost/requirements.txt alone has what a deployment has. Run
+`python -m bench.coldstart [--runs N] [--base COMMIT] [--floor] [--python PATH]` on Python 3.13
+(where azure-functions-runtime is installed); the report goes to bench/results/coldstart.md.
 """
 
 from __future__ import annotations
@@ -211,11 +215,13 @@ def environment(storage: str) -> dict[str, str]:
     }
 
 
-def sample(tree: Path, env: dict[str, str], kind: str, argument: str) -> Sample:
-    """One fresh process of `kind` on the code of `tree`."""
+def sample(
+    tree: Path, env: dict[str, str], kind: str, argument: str, python: str = sys.executable
+) -> Sample:
+    """One fresh process of `kind` on the code of `tree`, run by the interpreter `python`."""
     route = {"subscriptionId": SUBSCRIPTION, "resourceGroupName": GROUP,
              "jobCollectionName": COLLECTION}  # fmt: skip
-    command = [sys.executable, "-c", SAMPLE, kind, argument, json.dumps(route)]
+    command = [python, "-c", SAMPLE, kind, argument, json.dumps(route)]
     started = time.time()
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True,
                           timeout=SAMPLE_TIMEOUT_S, check=False)  # fmt: skip
@@ -228,18 +234,20 @@ def sample(tree: Path, env: dict[str, str], kind: str, argument: str) -> Sample:
     return Sample(measured["at"] - started, measured["cpu"])
 
 
-def compiled(tree: Path) -> None:
+def compiled(tree: Path, python: str = sys.executable) -> None:
     """The app's own modules compiled to bytecode beforehand, as pip compiles the packages it
     installs: with PYTHONDONTWRITEBYTECODE set (as on these machines) every start would compile
     them again from source, a second of CPU here, and time that no change of the import path
     would touch."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "function_app.py", "shared",
+    subprocess.run([python, "-m", "compileall", "-q", "function_app.py", "shared",
                     "devhost"], cwd=tree, check=True, capture_output=True)  # fmt: skip
 
 
-def import_times(tree: Path, env: dict[str, str]) -> list[tuple[float, str]]:
+def import_times(
+    tree: Path, env: dict[str, str], python: str = sys.executable
+) -> list[tuple[float, str]]:
     """`-X importtime`'s slowest imports (cumulative ms, module) of `import function_app`."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import function_app"],
+    done = subprocess.run([python, "-X", "importtime", "-c", "import function_app"],
                           cwd=tree, env=env, capture_output=True, text=True,
                           timeout=SAMPLE_TIMEOUT_S, check=True)  # fmt: skip
     entries = []
@@ -265,7 +273,11 @@ def checked_out(commit: str) -> Iterator[Path]:
 
 
 def measure(
-    trees: Sequence[tuple[str, Path]], runs: int, deployment: Deployment, env: dict[str, str]
+    trees: Sequence[tuple[str, Path]],
+    runs: int,
+    deployment: Deployment,
+    env: dict[str, str],
+    python: str = sys.executable,
 ) -> dict[str, dict[str, list[Sample]]]:
     """`runs` samples of each kind on each tree, the trees taking turns within every run."""
     found: dict[str, dict[str, list[Sample]]] = {
@@ -273,9 +285,10 @@ def measure(
     }
     for number in range(runs):
         for name, tree in trees:
-            found[name]["request"].append(sample(tree, env, "request", f"run-{number}"))
+            found[name]["request"].append(sample(tree, env, "request", f"run-{number}", python))
             calls = _Target.calls
-            found[name]["delivery"].append(sample(tree, env, "delivery", deployment.due_message()))
+            due = deployment.due_message()
+            found[name]["delivery"].append(sample(tree, env, "delivery", due, python))
             if name != "floor" and _Target.calls != calls + 1:
                 raise RuntimeError(f"a delivery on {name} called the target {_Target.calls - calls}"
                                    " times, not once")  # fmt: skip
@@ -292,6 +305,7 @@ def report(
     imports: dict[str, list[tuple[float, str]]],
     commits: dict[str, str],
     runs: int,
+    python: str = sys.executable,
 ) -> str:
     names = list(found)
     lines = [
@@ -299,7 +313,8 @@ def report(
         "",
         f"Measured by `python -m bench.coldstart --runs {runs}"
         + (f" --base {commits['base']}" if "base" in found else "")
-        + (" --floor`" if "floor" in found else "`")
+        + (" --floor" if "floor" in found else "")
+        + (f" --python {python}`" if python != sys.executable else "`")
         + f" on {machine()}, finished {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (load average"
         f" {os.getloadavg()[0]:.1f} at the end; other work may have shared the cores).",
         "Each sample is a fresh process: `devhost.worker`'s import, the app indexed through the",
@@ -360,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="also a tree whose app does nothing, taking its turn")  # fmt: skip
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the samples' interpreter: by default this one (the test venv's"
+                        " packages); a venv of requirements.txt and devhost/requirements.txt"
+                        " alone has a deployment's")  # fmt: skip
     options = parser.parse_args(argv)
     from devhost.runtime import runtime_installed  # noqa: PLC0415
 
@@ -379,14 +398,15 @@ def main(argv: list[str] | None = None) -> int:
             if options.floor:
                 commits["floor"] = f"an app doing nothing, {commits['work']}'s host"
             for _, tree in trees:
-                compiled(tree)
-            imports = {name: import_times(tree, env) for name, tree in trees if name != "floor"}
-            found = measure(trees, options.runs, deployment, env)
+                compiled(tree, options.python)
+            imports = {name: import_times(tree, env, options.python)
+                       for name, tree in trees if name != "floor"}  # fmt: skip
+            found = measure(trees, options.runs, deployment, env, options.python)
         deployment.services.close()
     finally:
         target.shutdown()
         emulator.stop()
-    text = report(found, imports, commits, options.runs)
+    text = report(found, imports, commits, options.runs, options.python)
     Path(options.output).write_text(text)
     print(text)
     return 0
