@@ -16,11 +16,13 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 import trustme
+import urllib3
 from azure.core.credentials import AccessToken
-from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
+from azure.core.exceptions import AzureError, ClientAuthenticationError, ServiceRequestError
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
@@ -37,6 +39,7 @@ from shared.settings import (
 )  # fmt: skip
 from shared.storage.clients import queue_client, storage_credential, table_service
 from shared.storage.queue_http import QueueHttp
+from shared.storage.storage_http import trusting
 from shared.storage.table_store import table_storage
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
@@ -134,6 +137,46 @@ def test_tables_and_queues_work_with_the_managed_identitys_token(secure_azurite:
     queue.delete_message(renewed)
     assert queue.peek_messages() == []
     assert set(credential.scopes) == {STORAGE_SCOPE}
+
+
+def test_storage_over_tls_loads_its_roots_once_a_process_and_still_checks_them(
+    secure_azurite: tuple[azurite.Azurite, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given a bundle's path (`ca_certs`), urllib3 loads it into a new context on every
+    connection it opens; the own client hands every pool one context per bundle, the roots
+    loaded once (what urllib3 is handed for each connection is recorded). Its checks still
+    hold: the default roots (certifi's) do not trust Azurite's CA, and the CA's certificate is
+    for 127.0.0.1, not for `localhost`."""
+    emulator, ca_file = secure_azurite
+    settings, credential = identity_settings(emulator), StubCredential()
+    handed: list[tuple[object, object]] = []
+    wrap = urllib3.connection._ssl_wrap_socket_and_match_hostname
+
+    def recorded(*args: Any, **options: Any) -> Any:
+        handed.append((options["ca_certs"], options["ssl_context"]))
+        return wrap(*args, **options)
+
+    monkeypatch.setattr(urllib3.connection, "_ssl_wrap_socket_and_match_hostname", recorded)
+    queue = queue_client(settings, "roots", credential, connection_verify=ca_file)
+    table_storage(table_service(settings, credential, connection_verify=ca_file)).create_tables()
+    queue.create_queue()
+    with ThreadPoolExecutor(4) as pool:  # connections opened at once to the queue endpoint
+        list(pool.map(lambda _: queue.send_message("attempt"), range(8)))
+    assert queue.get_queue_properties().approximate_message_count == 8
+    assert len(handed) >= 3  # the tables' connection, and the queues' (at least two)
+    assert {ca_certs for ca_certs, _ in handed} == {None}
+    assert {id(context) for _, context in handed} == {id(trusting(ca_file))}
+    untrusted = queue_client(settings, "roots", credential)  # certifi's roots
+    by_name = Settings.from_environment({
+        STORAGE_TABLE_URI: f"https://localhost:{emulator.table_port}/{azurite.ACCOUNT}",
+        STORAGE_QUEUE_URI: f"https://localhost:{emulator.queue_port}/{azurite.ACCOUNT}",
+        STORAGE_CREDENTIAL: "managedidentity",
+    })  # fmt: skip
+    misnamed = queue_client(by_name, "roots", credential, connection_verify=ca_file)
+    for refused, why in ((untrusted, "CERTIFICATE_VERIFY_FAILED"), (misnamed, "localhost")):
+        refused._endpoint.sleep = lambda _s: None  # type: ignore[attr-defined]  # no pauses
+        with pytest.raises(AzureError, match=why):
+            refused.peek_messages()
 
 
 def test_the_secure_azurite_refuses_a_token_that_has_expired(secure_azurite: tuple[azurite.Azurite, str]) -> None:
