@@ -139,6 +139,8 @@ def build(
     identity = settings.storage_identity
     # One credential for every storage client (it caches its tokens); None on Azurite.
     credential = storage_credential(identity) if identity is not None else None
+    # Taken now: the queues' clients are built later, with the execution side, and a test swaps
+    # the hook for build() alone.
     counter = STORAGE_REQUESTS
     account: TableServiceLike = tables or table_service(
         settings, credential, raw_request_hook=counter
