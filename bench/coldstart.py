@@ -27,9 +27,11 @@ and azure-functions), against the same base. The report also lists `python -X im
 `--python <interpreter>` runs the samples on another interpreter than this one: this one has
 the test venv's packages, among them httpx's command line's optional ones (click, rich,
 Pygments, brought by the test tools), which `import httpx` loads where they are installed; a
-venv of requirements.txt and devhost/requirements.txt alone has what a deployment has. Run
-`python -m bench.coldstart [--runs N] [--base COMMIT] [--floor] [--python PATH]` on Python 3.13
-(where azure-functions-runtime is installed); the report goes to bench/results/coldstart.md.
+venv of requirements.txt and devhost/requirements.txt alone has what a deployment has.
+`--tls` puts Azurite behind HTTPS, as storage is in Azure (a CA of its own, which the samples
+trust). Run `python -m bench.coldstart [--runs N] [--base COMMIT] [--floor] [--tls]
+[--python PATH]` on Python 3.13 (where azure-functions-runtime is installed); the report goes to
+bench/results/coldstart.md.
 """
 
 from __future__ import annotations
@@ -215,6 +217,27 @@ def environment(storage: str) -> dict[str, str]:
     }
 
 
+def storage_account(tls_folder: Path | None) -> tuple[azurite.Azurite, str]:
+    """Azurite, and the connection string that reaches it. With a folder, over HTTPS as storage
+    is in Azure: a CA of its own (trustme) made there, its certificate for 127.0.0.1, and the CA
+    trusted by the samples and this process through REQUESTS_CA_BUNDLE, which the SDKs'
+    requests and the app's own storage client both read."""
+    if tls_folder is None:
+        emulator = azurite.start()
+        return emulator, emulator.connection_string
+    import trustme  # noqa: PLC0415  # a test tool: only this option needs it
+
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1")
+    issued.private_key_pem.write_to_path(str(tls_folder / "key.pem"))
+    issued.cert_chain_pems[0].write_to_path(str(tls_folder / "cert.pem"))
+    authority.cert_pem.write_to_path(str(tls_folder / "ca.pem"))
+    os.environ["REQUESTS_CA_BUNDLE"] = str(tls_folder / "ca.pem")  # environment() passes it on
+    emulator = azurite.start(options=["--cert", str(tls_folder / "cert.pem"),
+                                      "--key", str(tls_folder / "key.pem")])  # fmt: skip
+    return emulator, emulator.connection_string.replace("http", "https")
+
+
 def sample(
     tree: Path, env: dict[str, str], kind: str, argument: str, python: str = sys.executable
 ) -> Sample:
@@ -306,6 +329,8 @@ def report(
     commits: dict[str, str],
     runs: int,
     python: str = sys.executable,
+    *,
+    tls: bool = False,
 ) -> str:
     names = list(found)
     lines = [
@@ -314,6 +339,7 @@ def report(
         f"Measured by `python -m bench.coldstart --runs {runs}"
         + (f" --base {commits['base']}" if "base" in found else "")
         + (" --floor" if "floor" in found else "")
+        + (" --tls" if tls else "")
         + (f" --python {python}`" if python != sys.executable else "`")
         + f" on {machine()}, finished {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (load average"
         f" {os.getloadavg()[0]:.1f} at the end; other work may have shared the cores).",
@@ -375,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="also a tree whose app does nothing, taking its turn")  # fmt: skip
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
+    parser.add_argument("--tls", action="store_true",
+                        help="storage over HTTPS, as in Azure: Azurite with a CA of its own,"
+                        " which the samples trust through REQUESTS_CA_BUNDLE")  # fmt: skip
     parser.add_argument("--python", default=sys.executable,
                         help="the samples' interpreter: by default this one (the test venv's"
                         " packages); a venv of requirements.txt and devhost/requirements.txt"
@@ -386,11 +415,11 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.coldstart needs azure-functions-runtime: run it on Python 3.13",
               file=sys.stderr)  # fmt: skip
         return 1
-    emulator = azurite.start()
+    folder = Path(tempfile.mkdtemp(prefix="bench-coldstart-tls-")) if options.tls else None
+    emulator, storage = storage_account(folder)
     target = TargetServer(("127.0.0.1", 0), _Target)
     threading.Thread(target=target.serve_forever, daemon=True).start()
     try:
-        storage = emulator.connection_string
         deployment = Deployment(storage, f"http://127.0.0.1:{target.server_address[1]}/hook")
         env = environment(storage)
         with _trees(options.base, floor=options.floor) as trees:
@@ -406,7 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         target.shutdown()
         emulator.stop()
-    text = report(found, imports, commits, options.runs, options.python)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    text = report(found, imports, commits, options.runs, options.python, tls=options.tls)
     Path(options.output).write_text(text)
     print(text)
     return 0
