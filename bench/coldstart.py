@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import certifi
 from azure.storage.queue import QueueClient
 
 from bench.ab import Spread, paired_ratios
@@ -219,9 +220,9 @@ def environment(storage: str) -> dict[str, str]:
 
 def storage_account(tls_folder: Path | None) -> tuple[azurite.Azurite, str]:
     """Azurite, and the connection string that reaches it. With a folder, over HTTPS as storage
-    is in Azure: a CA of its own (trustme) made there, its certificate for 127.0.0.1, and the CA
-    trusted by the samples and this process through REQUESTS_CA_BUNDLE, which the SDKs'
-    requests and the app's own storage client both read."""
+    is in Azure: a CA of its own (trustme) made there, its certificate for 127.0.0.1, and a
+    bundle of certifi's roots and that CA trusted by the samples and this process through
+    REQUESTS_CA_BUNDLE, which the SDKs' requests and the app's own storage client both read."""
     if tls_folder is None:
         emulator = azurite.start()
         return emulator, emulator.connection_string
@@ -231,7 +232,10 @@ def storage_account(tls_folder: Path | None) -> tuple[azurite.Azurite, str]:
     issued = authority.issue_cert("127.0.0.1")
     issued.private_key_pem.write_to_path(str(tls_folder / "key.pem"))
     issued.cert_chain_pems[0].write_to_path(str(tls_folder / "cert.pem"))
-    authority.cert_pem.write_to_path(str(tls_folder / "ca.pem"))
+    # certifi's roots with it, as many as storage's clients trust in Azure: loading them is part
+    # of what a start over TLS costs, and one root alone would load in no time.
+    roots = Path(certifi.where()).read_text() + authority.cert_pem.bytes().decode()
+    (tls_folder / "ca.pem").write_text(roots)
     os.environ["REQUESTS_CA_BUNDLE"] = str(tls_folder / "ca.pem")  # environment() passes it on
     emulator = azurite.start(options=["--cert", str(tls_folder / "cert.pem"),
                                       "--key", str(tls_folder / "key.pem")])  # fmt: skip
