@@ -287,17 +287,12 @@ class StorageEndpoint:
                     retries=False,
                     redirect=False,
                 )
-            except (
-                urllib3.exceptions.NewConnectionError,
-                urllib3.exceptions.ConnectTimeoutError,
-                urllib3.exceptions.ProxyError,
-            ) as failure:
-                # No connection made, to the endpoint or to the proxy on the way (requests,
-                # under the SDK, says ConnectionError for both): nothing reached storage.
-                if final:
-                    raise ServiceRequestError(str(failure), error=failure) from failure
-                continue
             except urllib3.exceptions.HTTPError as failure:
+                if _unsent(failure):
+                    # Nothing reached storage (requests, under the SDK, says ConnectionError).
+                    if final:
+                        raise ServiceRequestError(str(failure), error=failure) from failure
+                    continue
                 # Sent, and no answer (read timeout, connection dropped): maybe applied.
                 if not repeatable:
                     raise AnswerLost(str(failure), error=failure) from failure
@@ -312,6 +307,20 @@ class StorageEndpoint:
                 continue
             return found
         raise AssertionError("unreachable: the last try returns or raises")
+
+
+def _unsent(failure: urllib3.exceptions.HTTPError) -> bool:
+    """Whether the request failed before any of it was sent: no connection made, to the
+    endpoint or to a proxy on the way, or the server's certificate refused in the handshake
+    (urllib3 says SSLError for that and for a TLS failure mid-answer alike)."""
+    if isinstance(failure, urllib3.exceptions.SSLError):
+        return bool(failure.args) and isinstance(failure.args[0], ssl.SSLCertVerificationError)
+    return isinstance(
+        failure,
+        urllib3.exceptions.NewConnectionError
+        | urllib3.exceptions.ConnectTimeoutError
+        | urllib3.exceptions.ProxyError,
+    )
 
 
 # The errors of the service's error codes (x-ms-error-code), as both SDKs choose them: a 403

@@ -22,7 +22,7 @@ import pytest
 import trustme
 import urllib3
 from azure.core.credentials import AccessToken
-from azure.core.exceptions import AzureError, ClientAuthenticationError, ServiceRequestError
+from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
 from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
@@ -146,7 +146,8 @@ def test_storage_over_tls_loads_its_roots_once_a_process_and_still_checks_them(
     connection it opens; the own client hands every pool one context per bundle, the roots
     loaded once (what urllib3 is handed for each connection is recorded). Its checks still
     hold: the default roots (certifi's) do not trust Azurite's CA, and the CA's certificate is
-    for 127.0.0.1, not for `localhost`."""
+    for 127.0.0.1, not for `localhost`. A refusal in the handshake sends nothing, and says so
+    as the SDKs do (ServiceRequestError), a write's included."""
     emulator, ca_file = secure_azurite
     settings, credential = identity_settings(emulator), StubCredential()
     handed: list[tuple[object, object]] = []
@@ -175,8 +176,10 @@ def test_storage_over_tls_loads_its_roots_once_a_process_and_still_checks_them(
     misnamed = queue_client(by_name, "roots", credential, connection_verify=ca_file)
     for refused, why in ((untrusted, "CERTIFICATE_VERIFY_FAILED"), (misnamed, "localhost")):
         refused._endpoint.sleep = lambda _s: None  # type: ignore[attr-defined]  # no pauses
-        with pytest.raises(AzureError, match=why):
+        with pytest.raises(ServiceRequestError, match=why):  # refused in the handshake: unsent
             refused.peek_messages()
+        with pytest.raises(ServiceRequestError, match=why):  # so a write is not "maybe applied"
+            refused.send_message("attempt")
 
 
 def test_the_secure_azurite_refuses_a_token_that_has_expired(secure_azurite: tuple[azurite.Azurite, str]) -> None:
