@@ -60,6 +60,7 @@ SITE_HOST_NAME = "WEBSITE_HOSTNAME"
 FUNCTION_KEY = "SCHEDULER_FUNCTION_KEY"
 KEY_ACCESS = "SCHEDULER_FUNCTION_KEY_ACCESS"  # "off": the key opens nothing
 PLATFORM_AUTHENTICATION = "WEBSITE_AUTH_ENABLED"
+PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"  # read by pydantic; this module gives a default
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,15 @@ EVERY_SETTING = (
     _setting("SCHEDULER_IDENTITY_FOLDER", "devhost", in_sample=False, in_azure=False),
     # Worker processes per instance: the Functions host reads it, and so does the local host.
     _setting("FUNCTIONS_WORKER_PROCESS_COUNT", "host", "devhost", in_sample=False, in_azure=False),
+    _setting(PYDANTIC_PLUGINS, "pydantic", in_sample=False, in_azure=False),
 )
+
+# The app uses no pydantic plugins, and looking for them reads the entry points of every
+# installed distribution as the first validator is built: milliseconds of each cold start, more
+# the more packages a deployment has (issue 49). Every entry point imports this module before a
+# model is validated (function_app through the services, the local host's worker through the
+# storage clients); an operator who wants plugins sets the variable (empty: all of them).
+os.environ.setdefault(PYDANTIC_PLUGINS, "__all__")
 
 DEFAULT_LOOKAHEAD_S = 90  # with a tick a minute, every occurrence is on the queue 30 s early
 DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
