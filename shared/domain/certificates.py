@@ -92,7 +92,7 @@ def read_pfx(pfx_base64: str, password: str | None) -> CertificateFacts:
 def x500_text(name: x509.Name) -> str:
     """`name` as Windows writes it: relative names last first, joined by ", "; the attributes of
     one joined by " + "; each `KEY=value`, the value in double quotes (inner ones doubled) where
-    RFC 1779 would need them."""
+    Windows quotes one."""
     return ", ".join(
         " + ".join(
             f"{_X500_KEYS.get(attribute.oid.dotted_string, 'OID.' + attribute.oid.dotted_string)}"
@@ -104,7 +104,7 @@ def x500_text(name: x509.Name) -> str:
 
 
 def _x500_value(value: str | bytes) -> str:
-    if isinstance(value, bytes):  # an octet or bit string: hexadecimal, as Windows writes it
+    if isinstance(value, bytes):  # a bit string: Windows writes it in hexadecimal (our "#")
         return "#" + value.hex().upper()
     if value == "" or value != value.strip() or not _QUOTED_IF_IN.isdisjoint(value):
         return '"' + value.replace('"', '""') + '"'
