@@ -7,8 +7,8 @@ ScenarioTests.JobTests/: `TestCreateHttpJob.json` (commit 1450844f) and `TestUpd
 recordings have nothing like: a header name's own casing kept, Basic authentication over plain
 HTTP taken, a URI's percent-escapes kept as sent. From the second, its whole sequence of a PUT
 and seven PATCHes of one job (powershell_update_http_job.json, the answers without the clock's
-`nextExecutionTime`). The other Scheduler calls of the cmdlets' eight recordings (collections of
-each SKU, quota updates, enable and disable, the 404s) were compared by hand and answered alike.
+`nextExecutionTime`). The other writes of the cmdlets' eight recordings (collections of each
+SKU, quota updates) and their 404s were compared the same way, once, and answered alike.
 """
 
 from __future__ import annotations
