@@ -25,13 +25,18 @@ PARAMETERS = {
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def services() -> Services:
+def in_memory_services(now: datetime = NOW) -> Services:
+    """The services in memory, their clock stopped at `now`, the function key KEY."""
     settings = memory_settings(
         lookahead=timedelta(minutes=1), outbound_allowlist="", function_key=KEY
     )
-    built, _ = build_in_memory(settings, clock=lambda: NOW)
+    built, _ = build_in_memory(settings, clock=lambda: now)
     return built
+
+
+@pytest.fixture
+def services() -> Services:
+    return in_memory_services()
 
 
 def call(services: Services, name: str, body: Any = None, key: str = KEY) -> tuple[int, Any]:

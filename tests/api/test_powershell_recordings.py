@@ -14,15 +14,14 @@ SKU, quota updates) and their 404s were compared the same way, once, and answere
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tests.api.test_in_process as in_process
-from tests.api.test_in_process import KEY, NOW, call
-from tests.in_memory import build_in_memory, memory_settings
+from tests.api.test_in_process import call, in_memory_services
 
 ESCAPED = "http://www.bing.com/workers?somekey=somevalue%2drandomvalue%2fconsistent%3d"
 ERROR_ACTION_SENT = {
@@ -63,8 +62,7 @@ RECORDED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 def test_a_recorded_job_is_answered_as_the_live_service_answered_it(
     job: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = memory_settings(lookahead=timedelta(minutes=1), outbound_allowlist="", function_key=KEY)
-    services, _ = build_in_memory(settings, clock=lambda: NOW)
+    services = in_memory_services()
     monkeypatch.setitem(in_process.PARAMETERS, "jobName", job)
     status, _ = call(services, "put_job_collection", {
         "location": "West US",
@@ -99,8 +97,7 @@ def with_password_again(sent: dict[str, Any], where: str) -> dict[str, Any]:
 def test_the_cmdlets_updates_of_a_job_are_answered_as_recorded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = memory_settings(lookahead=timedelta(minutes=1), outbound_allowlist="", function_key=KEY)
-    services, _ = build_in_memory(settings, clock=lambda: RECORDED_AT)
+    services = in_memory_services(RECORDED_AT)
     monkeypatch.setitem(in_process.PARAMETERS, "jobName", "DefaultHttpJob")
     assert call(services, "put_job_collection", {
         "location": "West US", "properties": {"sku": {"name": "Standard"}},

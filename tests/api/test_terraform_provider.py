@@ -12,14 +12,12 @@ queue action there carried the account's key as its `sasToken`, which the servic
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from shared.services import Services
-from tests.api.test_in_process import KEY, NOW, call
-from tests.in_memory import build_in_memory, memory_settings
+from tests.api.test_in_process import call, in_memory_services
 
 GET_EXAMPLE = {"type": "Https", "request": {"uri": "https://example.com", "method": "get", "headers": {}}}
 NO_RETRY = {"retryType": "None"}
@@ -29,8 +27,7 @@ ACCOUNT_KEY = base64.b64encode(bytes(range(64))).decode()  # what `primary_acces
 
 @pytest.fixture
 def services() -> Services:
-    settings = memory_settings(lookahead=timedelta(minutes=1), outbound_allowlist="", function_key=KEY)
-    built, _ = build_in_memory(settings, clock=lambda: NOW)
+    built = in_memory_services()
     status, _ = call(built, "put_job_collection", {
         "location": "westeurope", "tags": {},
         "properties": {"sku": {"name": "standard"}, "state": "Enabled"},
