@@ -21,9 +21,11 @@ import http.cookiejar
 import ipaddress
 import socket
 import ssl
+import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpcore
 import httpx
@@ -227,8 +229,44 @@ def guarded_client(policy: OutboundPolicy, ssl_context: ssl.SSLContext) -> httpx
 
 
 def tls_context(extra_ca_file: str | None) -> ssl.SSLContext:
-    """A TLS context for actions: the system's roots, plus a development CA if one is set."""
-    context = ssl.create_default_context()
+    """A TLS context for actions: the system's roots, plus a development CA if one is set; as
+    strict as `ssl.create_default_context()` on this Python, the roots loaded at the first
+    handshake (`_RootsAtFirstHandshake`)."""
+    context = _RootsAtFirstHandshake(ssl.PROTOCOL_TLS_CLIENT)  # certificate and host name checked
+    context.verify_flags |= _STRICTER_VERIFY_FLAGS
     if extra_ca_file:
         context.load_verify_locations(cafile=extra_ca_file)
     return context
+
+
+# What `ssl.create_default_context()` adds to a client context's checks since Python 3.13.
+_STRICTER_VERIFY_FLAGS = (
+    ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+    if sys.version_info >= (3, 13)
+    else ssl.VerifyFlags(0)
+)
+_ROOTS_LOADING = threading.Lock()
+
+
+class _RootsAtFirstHandshake(ssl.SSLContext):
+    """Loads the system's roots just before its first handshake, not when it is built: parsing
+    them is some 17 ms of CPU, which a cold start's first delivery paid even when the action
+    called an http:// target, and an instance whose actions never use TLS never needs."""
+
+    _roots_loaded = False
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self._load_roots()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self._load_roots()
+        return super().wrap_bio(*args, **kwargs)
+
+    def _load_roots(self) -> None:
+        if self._roots_loaded:
+            return
+        with _ROOTS_LOADING:  # two first calls at once load them once
+            if not self._roots_loaded:
+                self.load_default_certs()
+                self._roots_loaded = True

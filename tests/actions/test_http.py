@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
 
 from shared.actions.http import MOST_BODY_BYTES, HttpActions
 from shared.actions.oauth import TokenCache
-from shared.actions.outbound import OutboundPolicy
+from shared.actions.outbound import OutboundPolicy, tls_context
 from shared.domain.attempts import Attempt, execution_id
 from shared.domain.ids import CollectionId, JobId
 from tests.actions import typed
@@ -140,6 +140,34 @@ def test_an_untrusted_server_certificate_fails(tls_target: Target, authority: tr
     succeeded, message = perform(actions(), request(tls_target.url("/mtls"), authentication=auth))
     assert not succeeded
     assert "CERTIFICATE_VERIFY_FAILED" in message
+
+
+def test_the_actions_tls_context_checks_as_strictly_as_the_standard_librarys_default(ca_file: str) -> None:
+    ours, standard = tls_context(ca_file), ssl.create_default_context()
+    for setting in ("protocol", "verify_mode", "check_hostname", "verify_flags", "options", "minimum_version", "maximum_version"):
+        assert getattr(ours, setting) == getattr(standard, setting), setting
+
+
+def test_the_system_roots_are_loaded_at_the_first_tls_handshake_not_before(target: Target, authority: trustme.CA, ca_file: str) -> None:
+    system_roots = ssl.create_default_context().cert_store_stats()["x509_ca"]
+    assert system_roots > 0, "this machine has no system roots to load"
+    tls = tls_context(ca_file)
+    tokens = TokenCache("https://login.invalid", httpx.Client(verify=tls), lambda: datetime.now(UTC))
+    performer = HttpActions(LOCAL, ca_file, tokens, tls=tls)
+    target.answer("/before-any-tls")
+    assert perform(performer, request(target.url("/before-any-tls")))[0]
+    assert tls.cert_store_stats()["x509_ca"] == 1  # the development CA alone: http needed no roots
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_side)
+    https = Target(tls=server_side)
+    try:
+        https.answer("/first-handshake")
+        for _ in range(2):  # two connections, two handshakes
+            succeeded, message = perform(performer, request(https.url("/first-handshake"), headers={"Connection": "close"}))
+            assert succeeded, message
+    finally:
+        https.close()
+    assert tls.cert_store_stats()["x509_ca"] == 1 + system_roots
 
 
 def test_active_directory_oauth_gets_a_token_for_the_audience_and_caches_it(target: Target) -> None:
