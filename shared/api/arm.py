@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
+from shared.api.api_versions import SUPPORTED_API_VERSIONS, as_answered_in
 from shared.api.errors import (
     ArmError,
     InvalidApiVersion,
@@ -34,7 +35,6 @@ from shared.services import Services
 from shared.storage.interface import Preconditions
 from shared.telemetry import current as telemetry
 
-SUPPORTED_API_VERSIONS = ("2016-03-01",)
 # What a body may be declared as, parameters (`; charset=utf-8`) aside: the SDKs send
 # application/json, and ARM took text/json as well. A body without a Content-Type is read as JSON.
 JSON_MEDIA_TYPES = frozenset({"application/json", "text/json"})
@@ -157,6 +157,9 @@ def serve(
             _check_api_version(arm_request.query)
         running = running or services()
         response = operation(arm_request, running)
+        if versioned and response.body is not None:
+            body = as_answered_in(arm_request.query.get("api-version"), response.body)
+            response = ApiResponse(response.status, body, response.headers)
     except Exception as failure:
         error = arm_error(failure)
         if error is None:

@@ -324,7 +324,7 @@ def test_disable_and_enable_set_the_collection_state_and_its_jobs(api: httpx.Cli
         (
             {"api-version": "2014-08-01"},
             "InvalidApiVersionParameter",
-            "The api-version '2014-08-01' is invalid. The supported versions are '2016-03-01'.",
+            "The api-version '2014-08-01' is invalid. The supported versions are '2016-03-01, 2016-01-01'.",
         ),
     ],
 )
