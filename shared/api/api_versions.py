@@ -13,12 +13,13 @@ one spelling, and the SKU names stay 2016-03-01's (docs/compatibility.md).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
+from shared.domain.ids import JOB_TYPE
 from shared.domain.wire import JsonValue
 
 CURRENT, EARLIER = "2016-03-01", "2016-01-01"
 SUPPORTED_API_VERSIONS = (CURRENT, EARLIER)
-JOB_TYPE = "Microsoft.Scheduler/jobCollections/jobs"
 
 
 def as_answered_in(version: str | None, body: JsonValue) -> JsonValue:
@@ -26,21 +27,20 @@ def as_answered_in(version: str | None, body: JsonValue) -> JsonValue:
     jobs, under 2016-01-01 with its Http actions' `type` in lower case; anything else as is."""
     if version != EARLIER or not isinstance(body, dict):
         return body
-    listed = body.get("value")
-    jobs = [body] if body.get("type") == JOB_TYPE else listed if isinstance(listed, list) else []
-    if not any(_http_actions(job) for job in jobs):
-        return body
     answer = copy.deepcopy(body)  # the operation's own answer may be kept (a cached read)
-    for job in [answer] if answer.get("type") == JOB_TYPE else answer["value"]:
-        for action in _http_actions(job):
-            action["type"] = "http"
+    for action in _http_actions(answer):
+        action["type"] = "http"
     return answer
 
 
-def _http_actions(job: JsonValue) -> list[dict[str, JsonValue]]:
-    """A job's action and errorAction whose type is Http."""
-    if not isinstance(job, dict) or job.get("type") != JOB_TYPE:
-        return []
-    action = (job.get("properties") or {}).get("action") or {}
-    found = [action, action.get("errorAction") or {}]
-    return [each for each in found if each.get("type") == "Http"]
+def _http_actions(body: dict[str, JsonValue]) -> Iterator[dict[str, JsonValue]]:
+    """The actions and errorActions of type Http of the job, or the list of jobs, in `body`."""
+    listed = body.get("value")
+    jobs = listed if isinstance(listed, list) else [body]
+    for job in jobs:
+        if not isinstance(job, dict) or job.get("type") != JOB_TYPE:
+            continue
+        action = (job.get("properties") or {}).get("action") or {}
+        for each in (action, action.get("errorAction") or {}):
+            if each.get("type") == "Http":
+                yield each
