@@ -36,11 +36,7 @@ def _register_classic(route: ClassicRoute) -> None:
         from shared.api.classic.serving import serve_classic
 
         return serve_classic(
-            req,
-            route.operation,
-            services.current,
-            api_version=route.api_version,
-            guard=classic_guard(route.name),
+            req, route.operation, services.current, guard=classic_guard(route.name)
         )
 
     app.function_name(route.name)(app.route(route=route.template, methods=[route.method])(handle))

@@ -205,7 +205,7 @@ def test_a_classic_call_gives_the_same_access_line_and_logs_its_faults(caplog: p
     route = {"subscriptionId": "s", "cloudServiceName": "cs", "jobCollectionName": "jc", "jobName": "j"}
     request = http_request("GET", path, route, headers={"x-ms-version": "2014-10-01"}, query="api-version=2014-04-01")
     with caplog.at_level(logging.INFO):
-        response = serve_classic(request, failing, lambda: None, api_version=True)  # type: ignore[arg-type, return-value]
+        response = serve_classic(request, failing, lambda: None)  # type: ignore[arg-type, return-value]
     assert response.status_code == 500
     fault, access = api_lines(caplog)
     assert fault.levelno == logging.ERROR

@@ -179,11 +179,10 @@ class InvalidClassicApiVersion(ArmError):
     status = 400
     code = "InvalidApiVersionParameter"
 
-    def __init__(self, given: str | None, supported: Sequence[str]) -> None:
-        shown = "missing" if given is None else f"'{given[:40]}', which is not supported"
+    def __init__(self, given: str, supported: Sequence[str]) -> None:
         super().__init__(
-            f"The api-version query parameter is {shown}; this route takes api-version "
-            f"'{', '.join(supported)}'."
+            f"The api-version query parameter is '{given[:40]}', which is not supported; this "
+            f"route takes api-version '{', '.join(supported)}'."
         )
 
 

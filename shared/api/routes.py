@@ -138,17 +138,15 @@ ROUTES = [
 
 @dataclass(frozen=True)
 class ClassicRoute:
-    """An operation of the classic API; `api_version` if its route demands `?api-version=`.
-
-    A route demands it where every client of the API sent it; where one did not (the Java
-    client reads a collection and switches its jobs with `x-ms-version` alone), the version
-    header is enough and `api-version`, if given, must still be 2014-04-01."""
+    """An operation of the classic API. None demands `?api-version=`: the version header is
+    enough, as some clients sent it alone (the Java client's read of a collection and switch of
+    its jobs, Azure PowerShell's job PUT in Microsoft's outbound-authentication page); given,
+    it must be 2014-04-01."""
 
     name: str
     method: str
     template: str
     operation: Operation
-    api_version: bool = False
 
 
 CLOUD_SERVICES = "{subscriptionId}/cloudservices"
@@ -179,17 +177,15 @@ CLASSIC_ROUTES = [
                  _classic("delete_job_collection")),
     ClassicRoute("classic_get_job_collection", "GET", SCHEDULER_COLLECTION,
                  _classic("get_job_collection")),
-    ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, _classic("list_jobs"), api_version=True),
+    ClassicRoute("classic_list_jobs", "GET", CLASSIC_JOBS, _classic("list_jobs")),
     ClassicRoute("classic_switch_jobs", "PATCH", CLASSIC_JOBS, _classic("switch_jobs")),
-    ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, _classic("post_job"), api_version=True),
-    ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, _classic("get_job"), api_version=True),
-    ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, _classic("put_job"), api_version=True),
-    ClassicRoute("classic_patch_job", "PATCH", CLASSIC_JOB, _classic("patch_job"),
-                 api_version=True),
-    ClassicRoute("classic_delete_job", "DELETE", CLASSIC_JOB, _classic("delete_job"),
-                 api_version=True),
+    ClassicRoute("classic_post_job", "POST", CLASSIC_JOBS, _classic("post_job")),
+    ClassicRoute("classic_get_job", "GET", CLASSIC_JOB, _classic("get_job")),
+    ClassicRoute("classic_put_job", "PUT", CLASSIC_JOB, _classic("put_job")),
+    ClassicRoute("classic_patch_job", "PATCH", CLASSIC_JOB, _classic("patch_job")),
+    ClassicRoute("classic_delete_job", "DELETE", CLASSIC_JOB, _classic("delete_job")),
     ClassicRoute("classic_list_job_history", "GET", f"{CLASSIC_JOB}/history",
-                 _classic("list_history"), api_version=True),
+                 _classic("list_history")),
     ClassicRoute("classic_get_operation_status", "GET", "{subscriptionId}/operations/{requestId}",
                  _classic("get_operation_status")),
 ]  # fmt: skip

@@ -378,7 +378,6 @@ BAD_INPUT = [
     ("unknown-plan", "PUT", "/cloudservices/cs/resources/scheduler/jobCollections/jc", {}, XML_COLLECTION.format(plan="Gold", quota=""), 400, "BadRequest", "IntrinsicSettings.Plan: 'Gold' is not one of"),
     ("quota-not-a-number", "PUT", "/cloudservices/cs/resources/scheduler/jobCollections/jc", {}, XML_COLLECTION.format(plan="Free", quota="<Quota><MaxJobCount>many</MaxJobCount></Quota>"), 400, "BadRequest", "IntrinsicSettings.Quota.MaxJobCount"),
     ("no-such-collection", "DELETE", "/cloudservices/cs/resources/scheduler/jobCollections/none", {}, None, 404, "ResourceNotFound", "job collection 'none' does not exist in cloud service 'cs'"),
-    ("no-api-version", "GET", JOBS, {}, None, 400, "InvalidApiVersionParameter", "missing"),
     ("arm-api-version", "GET", f"{JOBS}?api-version=2016-03-01", {}, None, 400, "InvalidApiVersionParameter", "'2016-03-01'"),
     ("bad-frequency", "PUT", f"{JOBS}/j{V}", {}, http_job(recurrence={"frequency": "fortnight"}), 400, "BadRequest", "recurrence.frequency"),
     ("final-state", "PUT", f"{JOBS}/j{V}", {}, http_job(state="completed"), 400, "BadRequest", "state: only enabled or disabled"),
@@ -430,6 +429,29 @@ def test_bad_input_gets_the_classic_error_format(classic: httpx.Client, collecti
     assert error.tag == f"{NS}Error"
     assert error.findtext(f"{NS}Code") == code
     assert words in (error.findtext(f"{NS}Message") or "")
+
+
+def test_job_routes_take_the_version_header_alone(classic: httpx.Client, collection: str) -> None:
+    """As Azure PowerShell 0.8.10 (the .NET SchedulerClient 3.0.0.0) PUT a job in the captures of
+    Microsoft's outbound-authentication page (2014): `x-ms-version: 2013-03-01`, no api-version,
+    answered 201. The other job routes alike; a wrong api-version is still refused."""
+    dotnet = {"x-ms-version": "2013-03-01", "content-type": "application/json; charset=utf-8"}
+    job = {"action": {"type": "http", "request": {
+        "uri": "https://example.org/jobs/test", "method": "GET", "headers": {"x-ms-version": "2013-03-01"},
+        "authentication": {"username": "user1", "password": "password", "type": "basic"}}},
+        "recurrence": {"frequency": "minute", "interval": 1}}  # fmt: skip
+    created = classic.put(f"{collection}/jobs/testScheduler", headers=dotnet, content=json.dumps(job))
+    assert created.status_code == 201, created.text
+    assert created.json()["action"]["request"]["authentication"] == {"type": "Basic", "username": "user1"}  # as captured
+    assert classic.get(f"{collection}/jobs/testScheduler", headers=dotnet).json()["id"] == "testScheduler"
+    assert [each["id"] for each in classic.get(f"{collection}/jobs", headers=dotnet).json()] == ["testScheduler"]
+    assert classic.patch(f"{collection}/jobs/testScheduler", headers=dotnet, json={"state": "disabled"}).json()["state"] == "disabled"
+    assert classic.get(f"{collection}/jobs/testScheduler/history", headers=dotnet).json() == []
+    assert classic.post(f"{collection}/jobs", headers=dotnet, content=json.dumps(job)).status_code == 201
+    assert classic.delete(f"{collection}/jobs/testScheduler", headers=dotnet).status_code == 200
+    refused = classic.get(f"{collection}/jobs?api-version=2013-03-01", headers=dotnet)
+    assert refused.status_code == 400
+    assert ElementTree.fromstring(refused.content).findtext(f"{NS}Code") == "InvalidApiVersionParameter"
 
 
 def test_classic_job_bodies_ignore_and_name_unknown_properties(classic: httpx.Client, collection: str) -> None:

@@ -79,11 +79,9 @@ def classic_job(name: str, properties: JsonObject) -> JsonObject:
             continue
         each["type"] = classic_spelling(each["type"])
         request = each.get("request")
-        if request is None:
-            continue
-        if "authentication" in request:
-            request["authentication"]["type"] = classic_spelling(request["authentication"]["type"])
-        if "headers" in request:
+        # An authentication's type keeps ARM's spelling (`Basic`, `ClientCertificate`): so the
+        # 2014 captures on Microsoft's outbound-authentication page show it.
+        if request is not None and "headers" in request:
             # Recorded: the service echoed `Content-Type` as `content-Type` (header names are
             # case-insensitive, so nothing a target sees changes).
             request["headers"] = {

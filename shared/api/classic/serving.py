@@ -60,11 +60,10 @@ def serve_classic(
     operation: Operation,
     services: Callable[[], Services],
     *,
-    api_version: bool,
     guard: Guard | None = None,
 ) -> func.HttpResponse:
-    """Run one classic operation for one HTTP request; `api_version` says whether its route
-    demands `?api-version=`; `guard` who may call it (as `shared.api.arm.serve`'s)."""
+    """Run one classic operation for one HTTP request; `guard` decides who may call it (as
+    `shared.api.arm.serve`'s)."""
     started = time.perf_counter()
     request_id = uuid.uuid4().hex
     classic_request, running, refusal = None, None, None
@@ -73,7 +72,7 @@ def serve_classic(
         if guard is not None:
             running = services()
             classic_request = guard.admit(classic_request, running)
-        _check_versions(classic_request.headers, classic_request.query, api_version=api_version)
+        _check_versions(classic_request.headers, classic_request.query)
         running = running or services()
         response = operation(classic_request, running)
         if classic_request.method != "GET" and response.status < 300:
@@ -113,13 +112,11 @@ def classic_error(failure: Exception) -> ArmError | None:
     return arm_error(failure)
 
 
-def _check_versions(
-    headers: Mapping[str, str], query: Mapping[str, str], *, api_version: bool
-) -> None:
+def _check_versions(headers: Mapping[str, str], query: Mapping[str, str]) -> None:
     if not _is_management_version(headers.get("x-ms-version", "")):
         raise MissingVersionHeader()
     given = query.get("api-version")
-    if (given is None and api_version) or (given is not None and given not in CLASSIC_API_VERSIONS):
+    if given is not None and given not in CLASSIC_API_VERSIONS:
         raise InvalidClassicApiVersion(given, CLASSIC_API_VERSIONS)
 
 
