@@ -199,7 +199,7 @@ def test_the_classic_api_takes_the_identity_too(service: Service) -> None:
             "authentication"
         ]
         assert authentication == {
-            "type": "managedServiceIdentity",
+            "type": "ManagedServiceIdentity",  # an authentication type keeps ARM's spelling there
             "audience": ARM,
             "clientId": CLIENT_ID,
         }
