@@ -13,21 +13,16 @@ answer `user1`: the page was edited on one side.
 
 from __future__ import annotations
 
-import base64
 import copy
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import pkcs12
-from cryptography.x509.oid import NameOID
 
 import tests.api.test_in_process as in_process
 from shared.services import Services
 from tests.api.test_in_process import call, in_memory_services
+from tests.factories import made_pfx
 
 SUBSCRIPTION = "1d908808-e491-4fe5-b97e-29886e18efd4"
 JOB_ID = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/CS-SoutheastAsia-scheduler/providers/"
@@ -102,26 +97,10 @@ def test_the_oauth_capture_is_answered_as_captured_but_for_the_counts_of_its_ear
     assert answer == answered(OAUTH | {"type": "ActiveDirectoryOAuth"}, never_run("2016-03-16T19:11:00Z"))
 
 
-def certificate_pfx(password: bytes) -> tuple[str, str]:
-    """A pfx with the captured subject and expiry, and its thumbprint as the service writes it."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Scheduler Mgmt")])
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(datetime(2016, 1, 1, tzinfo=UTC)).not_valid_after(datetime(2021, 1, 1, 7, tzinfo=UTC))
-        .sign(key, hashes.SHA256())
-    )  # fmt: skip
-    encryption = serialization.BestAvailableEncryption(password)
-    pfx = pkcs12.serialize_key_and_certificates(b"mgmt", key, certificate, None, encryption)
-    thumbprint = certificate.fingerprint(hashes.SHA1()).hex().upper()  # what a thumbprint is
-    return base64.b64encode(pfx).decode(), thumbprint
-
-
 @pytest.mark.usefixtures("as_captured")
 def test_the_client_certificate_capture_is_answered_as_captured_but_for_the_thumbprint() -> None:
     services = service_at(datetime(2016, 3, 16, 19, 4, 23, tzinfo=UTC))
-    pfx, thumbprint = certificate_pfx(b"password")
+    pfx, thumbprint = made_pfx("password", subject="Scheduler Mgmt", expires=datetime(2021, 1, 1, 7, tzinfo=UTC))
     status, answer = call(services, "put_job", sent({"type": "clientcertificate", "password": "password", "pfx": pfx}))
     assert status == 200
     authentication = answer["properties"]["action"]["request"]["authentication"]
